@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian bookworm package titan needs to build, test and run its demo.
+# Idempotent: packages already present are skipped by apt. Needs root (or sudo).
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config clang clang-format libclang-rt-14-dev
+  # libraries (see docs/architecture.md for why each)
+  libgtest-dev libgmock-dev libbenchmark-dev libsimdjson-dev zlib1g-dev libdeflate-dev
+  libzstd-dev libxxhash-dev libfmt-dev libcli11-dev nlohmann-json3-dev pybind11-dev
+  libcpp-httplib-dev libcurl4-openssl-dev libyaml-cpp-dev
+  # Python side: the module is built for Debian's interpreter, which has PyTorch
+  python3 python3-dev python3-torch python3-numpy python3-pytest
+  # real components used by tests
+  prometheus etcd-server etcd-client curl procps
+)
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+echo "bootstrap: installing ${#missing[@]} packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian starts these as services on install; titan's tests start their own instances.
+for svc in prometheus etcd; do
+  if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
+    $SUDO systemctl stop "$svc" || true
+  fi
+done
+echo "bootstrap: done"

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Configures and builds one preset (release | asan | tsan | fuzz): scripts/build.sh [preset] [targets...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset=${1:-release}
+shift || true
+if [ ! -f "build/$preset/build.ninja" ]; then
+  cmake --preset "$preset" >/dev/null
+fi
+jobs=$(nproc)
+if [ $# -gt 0 ]; then
+  cmake --build "build/$preset" -j "$jobs" --target "$@"
+else
+  cmake --build "build/$preset" -j "$jobs"
+fi

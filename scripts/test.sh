@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian bookworm machine: installs what is missing, checks
+# formatting, builds, and runs every test (unit, end-to-end with real Prometheus / etcd /
+# PyTorch processes), the unit tests again under ASan+UBSan and TSan, and each fuzzer briefly.
+#
+#   bash scripts/test.sh            everything (what CI runs)
+#   TITAN_TEST_QUICK=1 bash scripts/test.sh   release build and tests only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+
+step() { printf '\n==== %s\n' "$*"; }
+
+step "clang-format"
+bash scripts/check_format.sh
+
+step "release build"
+bash scripts/build.sh release
+step "release tests"
+ctest --test-dir build/release --output-on-failure -j 2 --timeout 600
+
+if [ "${TITAN_TEST_QUICK:-0}" = 1 ]; then exit 0; fi
+
+for preset in asan tsan; do
+  step "$preset build (unit tests)"
+  bash scripts/build.sh "$preset"
+  step "$preset unit tests"
+  ctest --test-dir "build/$preset" --output-on-failure -j 2 -L unit --timeout 900
+done
+
+step "fuzzers (bounded runs)"
+bash scripts/build.sh fuzz
+bash scripts/run_fuzzers.sh build/fuzz "${TITAN_FUZZ_SECONDS:-20}"

@@ -1,0 +1,28 @@
+// Allocation-free helpers for parsing line- and field-oriented text such as /proc files.
+// All functions are pure and thread-safe. They never throw and never read out of bounds;
+// malformed numbers return false rather than guessing.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace titan {
+
+// Parses a whole field as a base-10 integer / floating number. Rejects empty input, trailing
+// garbage and overflow.
+bool ParseInt64(std::string_view text, int64_t* out);
+bool ParseUint64(std::string_view text, uint64_t* out);
+bool ParseDouble(std::string_view text, double* out);
+
+// Returns the next line of `*rest` (without '\n') and advances `*rest` past it.
+// Precondition: !rest->empty().
+std::string_view NextLine(std::string_view* rest);
+
+// Returns the next whitespace-separated field of `*rest` (spaces and tabs), or "" when none is
+// left, and advances `*rest` past it.
+std::string_view NextField(std::string_view* rest);
+
+// Strips ASCII whitespace at both ends.
+std::string_view Trim(std::string_view text);
+
+}  // namespace titan

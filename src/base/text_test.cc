@@ -1,0 +1,45 @@
+#include "src/base/text.h"
+
+#include <gtest/gtest.h>
+
+namespace titan {
+namespace {
+
+TEST(TextTest, ParsesIntegersStrictly) {
+  int64_t v = 0;
+  EXPECT_TRUE(ParseInt64("-42", &v));
+  EXPECT_EQ(v, -42);
+  EXPECT_FALSE(ParseInt64("", &v));
+  EXPECT_FALSE(ParseInt64("12x", &v));
+  EXPECT_FALSE(ParseInt64("99999999999999999999", &v));
+  uint64_t u = 0;
+  EXPECT_TRUE(ParseUint64("18446744073709551615", &u));
+  EXPECT_EQ(u, 18446744073709551615ULL);
+  EXPECT_FALSE(ParseUint64("-1", &u));
+}
+
+TEST(TextTest, ParsesFiniteDoublesOnly) {
+  double d = 0;
+  EXPECT_TRUE(ParseDouble("0.25", &d));
+  EXPECT_DOUBLE_EQ(d, 0.25);
+  EXPECT_FALSE(ParseDouble("nan", &d));
+  EXPECT_FALSE(ParseDouble("inf", &d));
+  EXPECT_FALSE(ParseDouble("1e999", &d));
+}
+
+TEST(TextTest, SplitsLinesAndFields) {
+  std::string_view rest = "cpu  1 2\tthree\nsecond line\n";
+  std::string_view line = NextLine(&rest);
+  EXPECT_EQ(line, "cpu  1 2\tthree");
+  EXPECT_EQ(NextField(&line), "cpu");
+  EXPECT_EQ(NextField(&line), "1");
+  EXPECT_EQ(NextField(&line), "2");
+  EXPECT_EQ(NextField(&line), "three");
+  EXPECT_EQ(NextField(&line), "");
+  EXPECT_EQ(NextLine(&rest), "second line");
+  EXPECT_TRUE(rest.empty());
+  EXPECT_EQ(Trim("  x y \n"), "x y");
+}
+
+}  // namespace
+}  // namespace titan

@@ -1,0 +1,81 @@
+#include "src/metrics/registry.h"
+
+#include <algorithm>
+
+namespace titan {
+
+MetricRegistry::MetricRegistry(RegistryOptions options) : options_(options) {}
+
+Series* MetricRegistry::GetOrCreate(const SignalDesc& desc, LabelValues labels,
+                                    int64_t sample_interval_ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  FamilyEntry& family = families_[desc.name];
+  if (family.desc == nullptr) family.desc = &desc;
+  if (auto it = family.by_labels.find(labels); it != family.by_labels.end()) return it->second;
+  if (series_count_ >= options_.max_series) {
+    dropped_series_.fetch_add(1);
+    return nullptr;
+  }
+  size_t capacity = 0;
+  if (sample_interval_ns > 0) {
+    capacity = static_cast<size_t>(options_.recorder_duration_ns / sample_interval_ns) + 1;
+    const size_t left =
+        options_.recorder_budget_bytes > recorder_bytes_
+            ? (options_.recorder_budget_bytes - recorder_bytes_) / sizeof(RecordedPoint)
+            : 0;
+    capacity = std::min(capacity, left);
+  }
+  recorder_bytes_ += capacity * sizeof(RecordedPoint);
+  auto series = std::make_unique<Series>(*family.desc, labels, capacity);
+  if (observer_factory_) series->SetObserver(observer_factory_(*series));
+  Series* raw = series.get();
+  family.by_labels.emplace(std::move(labels), raw);
+  family.series.push_back(std::move(series));
+  by_key_.emplace(raw->Key(), raw);
+  ++series_count_;
+  return raw;
+}
+
+void MetricRegistry::SetObserverFactory(ObserverFactory factory) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  observer_factory_ = std::move(factory);
+}
+
+void MetricRegistry::ForEachFamily(const std::function<void(const Family&)>& visit) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Family view;
+  for (const auto& [name, entry] : families_) {
+    view.desc = entry.desc;
+    view.series.clear();
+    for (const auto& s : entry.series) view.series.push_back(s.get());
+    visit(view);
+  }
+}
+
+std::vector<Series*> MetricRegistry::AllSeries() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Series*> out;
+  out.reserve(series_count_);
+  for (const auto& [name, entry] : families_) {
+    for (const auto& s : entry.series) out.push_back(s.get());
+  }
+  return out;
+}
+
+Series* MetricRegistry::Find(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = by_key_.find(key);
+  return it == by_key_.end() ? nullptr : it->second;
+}
+
+size_t MetricRegistry::series_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return series_count_;
+}
+
+size_t MetricRegistry::recorder_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return recorder_bytes_;
+}
+
+}  // namespace titan

@@ -1,0 +1,9 @@
+// Entry points of the titan subcommands. Each lives in its module's library (all logic there);
+// main.cc only dispatches. Each takes the arguments after the subcommand name (argv[0] is
+// "titan <subcommand>") and returns the process exit code: 0 success, 1 failure, 2 usage error.
+#pragma once
+
+namespace titan {
+
+int AgentCommand(int argc, char** argv);  // src/agent/agent_command.cc
+}  // namespace titan

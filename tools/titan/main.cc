@@ -1,0 +1,52 @@
+// titan: one binary, subcommands in a static table (ninja style). All logic is in the libraries.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "tools/titan/commands.h"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, char** argv);
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"agent", "per-node daemon: sample, detect transients, record, serve /metrics",
+     titan::AgentCommand},
+};
+
+void PrintUsage(FILE* out) {
+  std::fprintf(out,
+               "titan: find, measure and survive transients in LLM training and serving\n\n"
+               "usage: titan <subcommand> [options]   (titan <subcommand> --help for more)\n\n"
+               "subcommands:\n");
+  for (const Subcommand& s : kSubcommands) std::fprintf(out, "  %-8s %s\n", s.name, s.summary);
+  std::fprintf(out, "  %-8s %s\n", "version", "print the version");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    PrintUsage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "version") || !std::strcmp(argv[1], "--version")) {
+    std::printf("titan %s\n", TITAN_VERSION);
+    return 0;
+  }
+  for (const Subcommand& s : kSubcommands) {
+    if (!std::strcmp(argv[1], s.name)) {
+      std::string program = std::string("titan ") + s.name;
+      argv[1] = program.data();
+      return s.run(argc - 1, argv + 1);
+    }
+  }
+  std::fprintf(stderr, "titan: unknown subcommand '%s'\n\n", argv[1]);
+  PrintUsage(stderr);
+  return 2;
+}
