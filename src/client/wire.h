@@ -23,26 +23,26 @@ inline constexpr int kMaxSockets = 4;
 inline constexpr size_t kNameBytes = 24;
 
 enum class EventKind : uint16_t {
-  kHello = 1,             // a process announces (rank, pid); name = job or script name
-  kStepBegin = 2,         // step = the step number starting now
-  kStepEnd = 3,           // step = the step number that just finished
-  kCheckpointBegin = 4,   // step = training step being saved
-  kCheckpointEnd = 5,     // value = bytes written (or 0); step as in begin
-  kMark = 6,              // a user-named instant; name = the mark
-  kGoodbye = 7,           // the process is exiting cleanly
-  kHeartbeat = 8,         // liveness without step progress (e.g. long data loading)
+  kHello = 1,            // a process announces (rank, pid); name = job or script name
+  kStepBegin = 2,        // step = the step number starting now
+  kStepEnd = 3,          // step = the step number that just finished
+  kCheckpointBegin = 4,  // step = training step being saved
+  kCheckpointEnd = 5,    // value = bytes written (or 0); step as in begin
+  kMark = 6,             // a user-named instant; name = the mark
+  kGoodbye = 7,          // the process is exiting cleanly
+  kHeartbeat = 8,        // liveness without step progress (e.g. long data loading)
 };
 inline constexpr uint16_t kMaxKind = 8;
 
 struct Event {
-  uint32_t magic;    // kMagic
-  uint16_t version;  // kVersion
-  uint16_t kind;     // EventKind
-  int32_t rank;      // global rank, -1 if unknown
-  int32_t pid;       // sender's pid
-  int64_t step;      // step number, -1 if not applicable
-  int64_t time_ns;   // sender's CLOCK_REALTIME, ns since the epoch
-  int64_t value;     // kind-specific (checkpoint_end: bytes)
+  uint32_t magic;         // kMagic
+  uint16_t version;       // kVersion
+  uint16_t kind;          // EventKind
+  int32_t rank;           // global rank, -1 if unknown
+  int32_t pid;            // sender's pid
+  int64_t step;           // step number, -1 if not applicable
+  int64_t time_ns;        // sender's CLOCK_REALTIME, ns since the epoch
+  int64_t value;          // kind-specific (checkpoint_end: bytes)
   char name[kNameBytes];  // NUL-padded UTF-8; for kMark, kHello, kCheckpoint*
 };
 static_assert(sizeof(Event) == 64, "the wire event is 64 bytes");
