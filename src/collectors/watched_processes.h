@@ -41,6 +41,11 @@ class WatchedProcesses {
     std::lock_guard<std::mutex> lock(mutex_);
     return processes_;
   }
+  // Like Snapshot(), into *out, reusing its capacity (no allocation once it is large enough).
+  void SnapshotInto(std::vector<WatchedProcess>* out) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    out->assign(processes_.begin(), processes_.end());
+  }
 
  private:
   mutable std::mutex mutex_;

@@ -1,0 +1,153 @@
+// Small pieces shared by the /proc and /sys collectors: null-tolerant series writes (the
+// registry returns nullptr once max_series is reached), counter deltas with an explicit policy for
+// counters that go backwards, rates, a desc builder, and a table of per-device state that is
+// pruned when devices vanish.
+//
+// Thread safety: none of these types lock; each collector owns its instances on its sampling
+// thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "src/collectors/collector.h"
+#include "src/metrics/series.h"
+#include "src/metrics/signal.h"
+
+namespace titan::collectors_internal {
+
+inline void SetCounter(Series* series, int64_t time_ns, double source_total) {
+  if (series != nullptr) series->SetCounter(time_ns, source_total);
+}
+inline void RecordGauge(Series* series, int64_t time_ns, double value) {
+  if (series != nullptr) series->RecordGauge(time_ns, value);
+}
+
+// Desc builders. Collectors keep their descs in a function-local static that is never destroyed
+// (the registry holds pointers to descs for its whole life).
+inline SignalDesc CounterDesc(std::string name, std::string help,
+                              std::vector<std::string> label_names = {}) {
+  return SignalDesc{
+      std::move(name), std::move(help), SignalKind::kCounter, std::move(label_names), {}, false};
+}
+inline SignalDesc GaugeDesc(std::string name, std::string help,
+                            std::vector<std::string> label_names, std::vector<double> buckets,
+                            bool detect = false) {
+  return SignalDesc{std::move(name),        std::move(help),    SignalKind::kGauge,
+                    std::move(label_names), std::move(buckets), detect};
+}
+
+// Reports a rejected reading through ctx.invalid_sample when one is set.
+inline void ReportInvalid(const CollectorContext& ctx, std::string_view collector,
+                          std::string_view what) {
+  if (ctx.invalid_sample) ctx.invalid_sample(collector, what);
+}
+
+// A kernel counter that only resets with the machine (CPU times, vmstat, a process' CPU time).
+// A value below the previous one is a kernel glitch (iowait is known to step back on NO_HZ
+// kernels): the reading is dropped, the previous value is kept and `*went_back` is set.
+// Returns the increase since the previous reading (0 for the first one).
+struct MonotonicCounter {
+  uint64_t value = 0;
+  bool seen = false;
+  uint64_t Advance(uint64_t reading, bool* went_back) {
+    if (!seen) {
+      seen = true;
+      value = reading;
+      return 0;
+    }
+    if (reading < value) {
+      *went_back = true;
+      return 0;
+    }
+    const uint64_t delta = reading - value;
+    value = reading;
+    return delta;
+  }
+};
+
+// A counter of a device that can be re-created (a network interface, a disk, an HCA port): a
+// value below the previous one is taken as a restart from zero. Returns true and sets *delta when
+// a delta over the last interval is known (not on the first reading nor after a restart).
+struct ResettableCounter {
+  uint64_t value = 0;
+  bool seen = false;
+  bool Advance(uint64_t reading, uint64_t* delta, bool* restarted) {
+    const bool had = seen;
+    const bool back = seen && reading < value;
+    if (back) *restarted = true;
+    *delta = had && !back ? reading - value : 0;
+    value = reading;
+    seen = true;
+    return had && !back;
+  }
+};
+
+// Per-second rate of `delta` over `interval_ns`; false when the interval is not positive.
+inline bool RatePerSecond(double delta, int64_t interval_ns, double* out) {
+  if (interval_ns <= 0) return false;
+  *out = delta * 1e9 / static_cast<double>(interval_ns);
+  return true;
+}
+
+// Whether `ratio` is a plausible share of an interval: within [0, 1 + slack]. Busy times from the
+// kernel are counted in ticks, so a reading over a short interval can exceed the interval by up to
+// one tick; callers clamp such readings to 1 and reject the rest.
+inline bool PlausibleRatio(double ratio, double slack) { return ratio >= 0 && ratio <= 1 + slack; }
+
+// Parses up to `max_fields` whitespace-separated unsigned numbers from *rest into out[] and
+// returns how many it parsed; stops at the first field that is not a number (setting *bad) or at
+// the end of the text. Fields beyond max_fields are left in *rest (newer kernels add columns).
+int ParseUintFields(std::string_view* rest, uint64_t* out, int max_fields, bool* bad);
+
+// Heterogeneous string hashing so that lookups by string_view do not allocate.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+};
+
+// State per device name (interface, disk), created on first sight and dropped when a round no
+// longer lists the device. Lookups of known devices do not allocate.
+template <typename Entry>
+class DeviceTable {
+ public:
+  explicit DeviceTable(size_t max_entries) : max_entries_(max_entries) {}
+
+  // Starts a sampling round.
+  void BeginRound() { ++round_; }
+  // The entry for `name`, or nullptr when it is new and the table is full. `*created` is set
+  // when the entry was made in this call (the caller then resolves its series).
+  Entry* Find(std::string_view name, bool* created) {
+    *created = false;
+    auto it = entries_.find(name);
+    if (it == entries_.end()) {
+      if (entries_.size() >= max_entries_) return nullptr;
+      it = entries_.emplace(std::string(name), Slot{}).first;
+      *created = true;
+    }
+    it->second.round = round_;
+    return &it->second.entry;
+  }
+  // Forgets devices not seen since BeginRound().
+  void EndRound() {
+    std::erase_if(entries_, [this](const auto& item) { return item.second.round != round_; });
+  }
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Slot {
+    Entry entry;
+    uint64_t round = 0;
+  };
+  const size_t max_entries_;
+  uint64_t round_ = 0;
+  std::unordered_map<std::string, Slot, StringHash, std::equal_to<>> entries_;
+};
+
+}  // namespace titan::collectors_internal
