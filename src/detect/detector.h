@@ -3,7 +3,12 @@
 // Update() is fed time-ordered samples of one series. A transient usually spans several samples;
 // a detector reports it once, when it ends (the signal is back to normal) or when it has lasted
 // max_duration, with its start, end, peak value and the baseline it was judged against.
-// Samples inside a transient must not be folded into the baseline.
+// Samples inside a transient must not be folded into the baseline. The cusum detector reports a
+// level shift when it is confirmed rather than when it ends (a shift has no end; see
+// cusum_detector.h). NaN, +-inf and |value| > 1e150 are ignored (no state change).
+//
+// Detectors: zscore_detector.h, mad_detector.h, cusum_detector.h, periodic_detector.h; the
+// per-rank step scorer (not a Detector) is straggler.h.
 //
 // Cost: Update() is the agent's hottest path (every sample of every watched series); it must not
 // allocate and should run in tens of nanoseconds (bench/: >= 20 M updates/s per core).
@@ -30,6 +35,7 @@ struct Detection {
   double score = 0;            // how extreme: sigmas, MADs, or the CUSUM statistic
   int64_t samples = 0;         // anomalous samples in the transient
   int64_t period = 0;          // periodic detector: the period in samples (else 0)
+  double level = 0;            // cusum: the new level after the shift (mean of the run), else 0
 };
 
 class Detector {

@@ -1,0 +1,9 @@
+#include "src/detect/zscore_detector.h"
+
+namespace titan {
+
+ZscoreDetector::ZscoreDetector(const detect::ThresholdOptions& options)
+    : core_(detect::CheckThresholdOptions(options, 2, int64_t{1} << 40),
+            detect::RollingMeanStd(options.window)) {}
+
+}  // namespace titan
