@@ -178,7 +178,7 @@ void NvmlCollector::Close() {
 
 Status NvmlCollector::Init(const CollectorContext& ctx) {
   TITAN_CHECK(lib_ == nullptr) << "NvmlCollector::Init called twice";
-  TITAN_CHECK(ctx.registry != nullptr);
+  TITAN_CHECK(ctx.registry != nullptr) << "CollectorContext without a registry";
   ctx_ = ctx;
   const std::string path =
       options_.library_path.empty() ? DefaultNvmlLibraryPath() : options_.library_path;

@@ -137,7 +137,7 @@ class NvmlCollectorTest : public ::testing::Test {
     EXPECT_NE(series, nullptr) << name << " gpu " << gpu << " " << extra;
     if (series == nullptr) return NAN;
     if (series->desc().kind == SignalKind::kCounter) return series->CounterValue();
-    EXPECT_FALSE(Points(series).empty()) << name << " gpu " << gpu << " has no point";
+    EXPECT_GT(series->LastTimeNs(), 0) << name << " gpu " << gpu << " was never recorded";
     return series->Window(series->LastTimeNs(), 1).last;
   }
   std::vector<std::string> Invalid() {
