@@ -70,8 +70,10 @@ int main(int argc, char** argv) {
     }
     std::map<std::string, std::string> line_per_gpu;
     for (titan::Series* series : registry.AllSeries()) {
-      if (series->desc().kind != titan::SignalKind::kGauge || series->labels().size() != 2)
+      if (series->desc().kind != titan::SignalKind::kGauge || series->labels().size() != 2 ||
+          series->LastTimeNs() == 0) {
         continue;
+      }
       const auto stats = series->Window(now_ns, 1);
       std::string name = series->desc().name.substr(std::strlen("titan_gpu_"));
       char value[64];
