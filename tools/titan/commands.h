@@ -6,4 +6,5 @@
 namespace titan {
 
 int AgentCommand(int argc, char** argv);  // src/agent/agent_command.cc
+int SimCommand(int argc, char** argv);  // src/sim/sim_command.cc
 }  // namespace titan

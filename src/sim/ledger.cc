@@ -1,0 +1,47 @@
+#include "src/sim/ledger.h"
+
+#include <cmath>
+
+namespace titan::sim {
+
+const char* CategoryName(Category category) {
+  switch (category) {
+    case Category::kProductive:
+      return "productive";
+    case Category::kCheckpoint:
+      return "checkpoint";
+    case Category::kLostWork:
+      return "lost_work";
+    case Category::kDetection:
+      return "detection";
+    case Category::kRestart:
+      return "restart";
+    case Category::kWaiting:
+      return "waiting";
+    case Category::kDegraded:
+      return "degraded";
+  }
+  return "?";
+}
+
+double Ledger::Total() const {
+  double total = 0;
+  for (double s : seconds) total += s;
+  return total;
+}
+
+Estimate Estimate95(std::span<const double> values) {
+  Estimate e;
+  if (values.empty()) return e;
+  double sum = 0;
+  for (double v : values) sum += v;
+  e.mean = sum / static_cast<double>(values.size());
+  if (values.size() < 2) return e;
+  double squares = 0;
+  for (double v : values) squares += (v - e.mean) * (v - e.mean);
+  e.stddev = std::sqrt(squares / static_cast<double>(values.size() - 1));
+  e.ci95 = 1.96 * e.stddev / std::sqrt(static_cast<double>(values.size()));
+  return e;
+}
+
+}  // namespace titan::sim
