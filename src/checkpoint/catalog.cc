@@ -1,0 +1,124 @@
+#include "src/checkpoint/catalog.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "src/base/text.h"
+#include "src/checkpoint/layout.h"
+
+namespace titan::checkpoint {
+
+Result<std::vector<int64_t>> ListCommittedSteps(Storage& storage) {
+  TITAN_ASSIGN_OR_RETURN(std::vector<std::string> names, storage.ListDir(""));
+  std::vector<int64_t> steps;
+  for (const std::string& name : names) {
+    int64_t step;
+    if (!ParseStepDirName(name, &step)) continue;
+    if (storage.FileSize(ManifestPath(step)).ok()) steps.push_back(step);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+Result<std::optional<int64_t>> LatestStep(Storage& storage) {
+  Result<std::string> latest = storage.ReadFile(std::string(kLatestFile), 4096);
+  if (latest.ok()) {
+    int64_t step;
+    if (ParseStepDirName(Trim(*latest), &step) && storage.FileSize(ManifestPath(step)).ok()) {
+      return std::optional<int64_t>(step);
+    }
+  }
+  TITAN_ASSIGN_OR_RETURN(std::vector<int64_t> steps, ListCommittedSteps(storage));
+  if (steps.empty()) return std::optional<int64_t>();
+  return std::optional<int64_t>(steps.back());
+}
+
+Result<Manifest> ReadManifest(Storage& storage, int64_t step) {
+  std::string path = ManifestPath(step);
+  TITAN_ASSIGN_OR_RETURN(std::string bytes, storage.ReadFile(path, kMaxManifestBytes));
+  return ParseManifest(bytes, storage.Describe(path));
+}
+
+Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy, bool dry_run) {
+  GcReport report;
+  TITAN_ASSIGN_OR_RETURN(std::vector<int64_t> committed, ListCommittedSteps(storage));
+  TITAN_ASSIGN_OR_RETURN(std::optional<int64_t> latest, LatestStep(storage));
+  if (!latest) return report;  // nothing committed: everything may be in flight
+
+  // 1. Retention: which committed checkpoints to drop.
+  std::set<int64_t> keep;
+  if (policy.keep_last <= 0) {
+    keep.insert(committed.begin(), committed.end());
+  } else {
+    size_t n = committed.size();
+    for (size_t i = n > static_cast<size_t>(policy.keep_last) ? n - policy.keep_last : 0; i < n;
+         ++i) {
+      keep.insert(committed[i]);
+    }
+    if (policy.keep_every > 0) {
+      for (int64_t step : committed) {
+        if (step % policy.keep_every == 0) keep.insert(step);
+      }
+    }
+  }
+  keep.insert(*latest);  // never drop what "latest" names
+  for (int64_t step : committed) {
+    if (!keep.count(step)) report.dropped_steps.push_back(step);
+  }
+
+  // 2. Files every kept checkpoint references. A manifest we cannot read keeps its whole
+  // directory (we cannot tell what it references), and aborts cleanup of referenced files.
+  std::set<std::string> referenced;
+  for (int64_t step : keep) {
+    Result<Manifest> manifest = ReadManifest(storage, step);
+    if (!manifest.ok()) {
+      return manifest.status().WithContext(fmt::format(
+          "gc: cannot tell which files checkpoint {} references, so nothing is removed; run "
+          "`titan ckpt verify` on it",
+          step));
+    }
+    referenced.insert(manifest->files.begin(), manifest->files.end());
+  }
+
+  // 3. Un-commit dropped checkpoints: MANIFEST first, made durable before any data goes.
+  if (!dry_run) {
+    for (int64_t step : report.dropped_steps) {
+      TITAN_RETURN_IF_ERROR(storage.RemoveFile(ManifestPath(step)));
+      TITAN_RETURN_IF_ERROR(storage.SyncDir(StepDirName(step)));
+    }
+  }
+  std::set<int64_t> dropped(report.dropped_steps.begin(), report.dropped_steps.end());
+
+  // 4. Clean directories without a (remaining) MANIFEST below the latest step.
+  TITAN_ASSIGN_OR_RETURN(std::vector<std::string> names, storage.ListDir(""));
+  for (const std::string& dir : names) {
+    int64_t step;
+    if (!ParseStepDirName(dir, &step) || step >= *latest || keep.count(step)) continue;
+    if (!dropped.count(step) && storage.FileSize(ManifestPath(step)).ok()) continue;
+    Result<std::vector<std::string>> files = storage.ListDir(dir);
+    if (!files.ok()) continue;
+    size_t remaining = files->size();
+    for (const std::string& file : *files) {
+      std::string path = dir + "/" + file;
+      if (file == kManifestName) continue;  // dry run: still there
+      if (referenced.count(path)) {
+        report.kept_referenced.push_back(path);
+        continue;
+      }
+      uint64_t size = storage.FileSize(path).value_or(0);
+      if (!dry_run) TITAN_RETURN_IF_ERROR(storage.RemoveFile(path));
+      report.removed_files.push_back(path);
+      report.removed_bytes += size;
+      --remaining;
+    }
+    if (!dry_run && remaining == 0) {
+      TITAN_RETURN_IF_ERROR(storage.RemoveDir(dir));
+    }
+  }
+  if (!dry_run) TITAN_RETURN_IF_ERROR(storage.SyncDir(""));
+  return report;
+}
+
+}  // namespace titan::checkpoint

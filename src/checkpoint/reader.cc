@@ -1,0 +1,225 @@
+#include "src/checkpoint/reader.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "src/checkpoint/catalog.h"
+#include "src/checkpoint/layout.h"
+
+namespace titan::checkpoint {
+namespace {
+
+// One contiguous copy from the shard's byte space to the destination's byte space.
+struct Run {
+  uint64_t src = 0;
+  uint64_t dst = 0;
+  uint64_t size = 0;
+};
+
+std::vector<uint64_t> RowMajorStrides(const std::vector<int64_t>& lengths, uint64_t elem) {
+  std::vector<uint64_t> strides(lengths.size());
+  uint64_t s = elem;
+  for (size_t d = lengths.size(); d-- > 0;) {
+    strides[d] = s;
+    s *= static_cast<uint64_t>(lengths[d]);
+  }
+  return strides;
+}
+
+// Runs copying the intersection of shard (so, sl) and target (to, tl); empty if disjoint.
+std::vector<Run> IntersectionRuns(const std::vector<int64_t>& so, const std::vector<int64_t>& sl,
+                                  const std::vector<int64_t>& to, const std::vector<int64_t>& tl,
+                                  uint64_t elem) {
+  size_t n = so.size();
+  std::vector<int64_t> lo(n), hi(n);
+  for (size_t d = 0; d < n; ++d) {
+    lo[d] = std::max(so[d], to[d]);
+    hi[d] = std::min(so[d] + sl[d], to[d] + tl[d]);
+    if (lo[d] >= hi[d]) return {};
+  }
+  if (n == 0) return {Run{0, 0, elem}};
+  std::vector<uint64_t> ss = RowMajorStrides(sl, elem), ts = RowMajorStrides(tl, elem);
+  // Innermost contiguous block: trailing dims that are full in shard, target and intersection,
+  // plus the first dim (from the back) that is not.
+  size_t k = n - 1;
+  while (k > 0 && hi[k] - lo[k] == sl[k] && hi[k] - lo[k] == tl[k]) --k;
+  uint64_t run_size = static_cast<uint64_t>(hi[k] - lo[k]) * ss[k];
+  std::vector<Run> runs;
+  std::vector<int64_t> idx(lo.begin(), lo.begin() + static_cast<long>(k));
+  while (true) {
+    uint64_t src = static_cast<uint64_t>(lo[k] - so[k]) * ss[k];
+    uint64_t dst = static_cast<uint64_t>(lo[k] - to[k]) * ts[k];
+    for (size_t d = 0; d < k; ++d) {
+      src += static_cast<uint64_t>(idx[d] - so[d]) * ss[d];
+      dst += static_cast<uint64_t>(idx[d] - to[d]) * ts[d];
+    }
+    runs.push_back(Run{src, dst, run_size});
+    size_t d = k;
+    while (d > 0) {
+      --d;
+      if (++idx[d] < hi[d]) break;
+      idx[d] = lo[d];
+      if (d == 0) return runs;
+    }
+    if (k == 0) return runs;
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(std::shared_ptr<Storage> storage,
+                                                                 int64_t step) {
+  TITAN_ASSIGN_OR_RETURN(Manifest manifest, ReadManifest(*storage, step));
+  return std::make_unique<CheckpointReader>(std::move(storage), std::move(manifest));
+}
+
+CheckpointReader::CheckpointReader(std::shared_ptr<Storage> storage, Manifest manifest)
+    : storage_(std::move(storage)), manifest_(std::move(manifest)) {
+  where_ = fmt::format("checkpoint {}", storage_->Describe(StepDirName(manifest_.step)));
+  files_.resize(manifest_.files.size());
+}
+
+const TensorEntry* CheckpointReader::FindTensor(const std::string& name) const {
+  for (const TensorEntry& t : manifest_.tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+Result<const RandomAccessFile*> CheckpointReader::File(uint32_t index) {
+  std::lock_guard<std::mutex> lock(files_mu_);
+  if (!files_[index]) {
+    auto file = storage_->NewRandomAccessFile(manifest_.files[index]);
+    if (!file.ok()) {
+      return DataLossError(fmt::format("{}: data file {} cannot be opened: {}", where_,
+                                       manifest_.files[index], file.status().message()));
+    }
+    files_[index] = std::move(file).value();
+  }
+  return files_[index].get();
+}
+
+Status CheckpointReader::ReadChunk(const TensorEntry& tensor, const ChunkRef& c,
+                                   uint64_t shard_byte, void* dst) {
+  TITAN_ASSIGN_OR_RETURN(const RandomAccessFile* file, File(c.file));
+  Status status = file->ReadAt(c.offset, c.size_bytes, dst);
+  if (!status.ok()) {
+    return DataLossError(fmt::format("{}: tensor \"{}\" (bytes {}..{} of its shard): {}", where_,
+                                     tensor.name, shard_byte, shard_byte + c.size_bytes,
+                                     status.message()));
+  }
+  bytes_read_ += c.size_bytes;
+  Hash128 actual = HashBytes(dst, c.size_bytes);
+  if (!(actual == c.hash)) {
+    return DataLossError(fmt::format(
+        "{}: checksum mismatch in file {} at byte offset {} ({} bytes), tensor \"{}\" shard "
+        "bytes {}..{}: xxh3-128 is {}, the manifest says {}. The data is corrupt; load an "
+        "older checkpoint (load_latest(..., fallback=True) does this)",
+        where_, manifest_.files[c.file], c.offset, c.size_bytes, tensor.name, shard_byte,
+        shard_byte + c.size_bytes, HashToHex(actual), HashToHex(c.hash)));
+  }
+  return OkStatus();
+}
+
+Status CheckpointReader::ReadTensor(const std::string& name, void* dst, size_t dst_bytes) {
+  const TensorEntry* t = FindTensor(name);
+  if (t == nullptr) {
+    return NotFoundError(fmt::format("{} has no tensor \"{}\"", where_, name));
+  }
+  return ReadSlice(name, std::vector<int64_t>(t->shape.size(), 0), t->shape, dst, dst_bytes);
+}
+
+Status CheckpointReader::ReadSlice(const std::string& name, const std::vector<int64_t>& offsets,
+                                   const std::vector<int64_t>& lengths, void* dst,
+                                   size_t dst_bytes) {
+  const TensorEntry* t = FindTensor(name);
+  if (t == nullptr) {
+    return NotFoundError(fmt::format("{} has no tensor \"{}\"", where_, name));
+  }
+  if (offsets.size() != t->shape.size() || lengths.size() != t->shape.size()) {
+    return InvalidArgumentError(
+        fmt::format("{}: tensor \"{}\" has {} dimensions but the requested slice has {}", where_,
+                    name, t->shape.size(), lengths.size()));
+  }
+  for (size_t d = 0; d < lengths.size(); ++d) {
+    if (offsets[d] < 0 || lengths[d] < 0 || offsets[d] + lengths[d] > t->shape[d]) {
+      return InvalidArgumentError(
+          fmt::format("{}: requested slice of tensor \"{}\" lies outside its shape in dimension {} "
+                      "(offset {} + length {} > {})",
+                      where_, name, d, offsets[d], lengths[d], t->shape[d]));
+    }
+  }
+  uint64_t elem = DTypeSize(t->dtype);
+  uint64_t want = static_cast<uint64_t>(NumElements(lengths)) * elem;
+  if (want != dst_bytes) {
+    return InvalidArgumentError(
+        fmt::format("{}: tensor \"{}\" slice needs {} bytes ({}), the destination has {}", where_,
+                    name, want, DTypeName(t->dtype), dst_bytes));
+  }
+  char* out = static_cast<char*>(dst);
+  uint64_t covered = 0;
+  std::vector<char> scratch;
+  for (const ShardEntry& shard : t->shards) {
+    std::vector<Run> runs = IntersectionRuns(shard.offsets, shard.lengths, offsets, lengths, elem);
+    if (runs.empty()) continue;
+    size_t r = 0;
+    uint64_t chunk_start = 0;
+    for (const ChunkRef& c : shard.chunks) {
+      uint64_t chunk_end = chunk_start + c.size_bytes;
+      while (r < runs.size() && runs[r].src + runs[r].size <= chunk_start) ++r;
+      if (r == runs.size()) break;
+      if (runs[r].src >= chunk_end) {
+        chunk_start = chunk_end;
+        continue;
+      }
+      if (runs[r].src <= chunk_start && runs[r].src + runs[r].size >= chunk_end) {
+        // The whole chunk lands in one run: read it in place.
+        TITAN_RETURN_IF_ERROR(
+            ReadChunk(*t, c, chunk_start, out + runs[r].dst + (chunk_start - runs[r].src)));
+        covered += c.size_bytes;
+      } else {
+        scratch.resize(c.size_bytes);
+        TITAN_RETURN_IF_ERROR(ReadChunk(*t, c, chunk_start, scratch.data()));
+        for (size_t rr = r; rr < runs.size() && runs[rr].src < chunk_end; ++rr) {
+          uint64_t lo = std::max(runs[rr].src, chunk_start);
+          uint64_t hi = std::min(runs[rr].src + runs[rr].size, chunk_end);
+          if (lo >= hi) continue;
+          std::memcpy(out + runs[rr].dst + (lo - runs[rr].src), scratch.data() + (lo - chunk_start),
+                      hi - lo);
+          covered += hi - lo;
+        }
+      }
+      chunk_start = chunk_end;
+    }
+  }
+  if (covered != want) {
+    return DataLossError(
+        fmt::format("{}: the shards of tensor \"{}\" cover only {} of the {} bytes requested; the "
+                    "checkpoint is incomplete",
+                    where_, name, covered, want));
+  }
+  return OkStatus();
+}
+
+CheckpointReader::VerifyReport CheckpointReader::VerifyAll() {
+  VerifyReport report;
+  std::vector<char> buffer;
+  for (const TensorEntry& t : manifest_.tensors) {
+    for (const ShardEntry& shard : t.shards) {
+      uint64_t shard_byte = 0;
+      for (const ChunkRef& c : shard.chunks) {
+        buffer.resize(c.size_bytes);
+        Status status = ReadChunk(t, c, shard_byte, buffer.data());
+        if (!status.ok()) report.errors.push_back(status);
+        ++report.chunks;
+        report.bytes += c.size_bytes;
+        shard_byte += c.size_bytes;
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace titan::checkpoint

@@ -1,0 +1,118 @@
+// CheckpointWriter: one rank's side of saving a checkpoint.
+//
+// Save protocol (docs/checkpoint-format.md):
+//   1. Every rank writes the pieces it owns into step_N/rank_R-<save_id>.data (sharded tensors:
+//      its own slice; replicated tensors: the pieces a deterministic plan, identical on every
+//      rank, assigns to it, so that each replicated byte is written once and writing is spread
+//      across ranks), fsyncs it, then atomically writes step_N/rank_R.done with its chunk list.
+//   2. Rank 0 waits for all `world_size` done markers of this save_id, merges them, checks that
+//      every tensor is fully covered and that every referenced file exists and is long enough,
+//      writes step_N/MANIFEST atomically (write, fsync, rename, fsync dir), then "latest".
+//   3. Rank 0 applies retention (catalog.h).
+// A crash at any point leaves the previous checkpoint committed and "latest" naming it.
+//
+// Async: Save() copies the tensors into host staging memory (reused across saves) and returns;
+// a background thread hashes, writes, fsyncs and (rank 0) commits. A Save() first waits for the
+// previous one. Incremental: a chunk whose XXH3-128 and size match a chunk of this rank's
+// previous save (or of the checkpoint loaded with SeedIndex) is referenced, not rewritten.
+//
+// Thread safety: Save/Wait/SeedIndex must be called from one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/base/status.h"
+#include "src/checkpoint/catalog.h"
+#include "src/checkpoint/manifest.h"
+#include "src/checkpoint/storage.h"
+
+namespace titan::checkpoint {
+
+// A tensor (or this rank's slice of one) in the caller's memory, row-major and contiguous.
+struct TensorToSave {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;    // global shape
+  std::vector<int64_t> offsets;  // this rank's slice; all zero when replicated
+  std::vector<int64_t> lengths;  // == shape when replicated
+  bool replicated = true;        // every rank holds the same full tensor
+  const void* data = nullptr;    // prod(lengths) * dtype size bytes; valid until Save returns
+};
+
+struct SaveOptions {
+  int rank = 0;
+  int world_size = 1;
+  std::string save_id;  // identical on every rank for one save; [a-z0-9]{1,32}
+  bool async = true;
+  bool incremental = true;
+  RetentionPolicy retention;
+  double commit_timeout_seconds = 1800;              // rank 0: how long to wait for the other ranks
+  uint64_t chunk_bytes = uint64_t{8} << 20;          // checksum / dedup granularity
+  nlohmann::json items = nlohmann::json::object();   // rank 0's are recorded
+  nlohmann::json layout = nlohmann::json::object();  // rank 0's are recorded
+};
+
+struct SaveStats {
+  int64_t step = -1;
+  uint64_t staged_bytes = 0;      // copied to host staging memory (async)
+  int64_t blocking_ns = 0;        // time Save() held the caller
+  uint64_t written_bytes = 0;     // new chunk bytes this rank wrote
+  uint64_t referenced_bytes = 0;  // chunk bytes this rank referenced from earlier checkpoints
+  int64_t write_ns = 0;           // hashing + writing + fsync of this rank's data
+  int64_t commit_ns = 0;          // rank 0: waiting for other ranks + manifest commit
+  bool committed = false;         // rank 0 only
+};
+
+class CheckpointWriter {
+ public:
+  explicit CheckpointWriter(std::shared_ptr<Storage> storage);
+  ~CheckpointWriter();  // waits for a save in flight (its error is logged)
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Saves checkpoint `step`. Waits for the previous save first and returns its error, if any,
+  // without starting this one. Errors: INVALID_ARGUMENT (bad tensor description), storage
+  // errors (RESOURCE_EXHAUSTED on a full disk), DEADLINE_EXCEEDED (rank 0: a rank never
+  // finished). With async, errors after staging are returned by the next Wait()/Save().
+  Status Save(int64_t step, std::vector<TensorToSave> tensors, SaveOptions options);
+  // Waits for the save in flight; returns its status (OK when none).
+  Status Wait();
+  // Lets the next incremental save reference the chunks of `manifest` (e.g. the one loaded).
+  void SeedIndex(const Manifest& manifest);
+  // Statistics of the last save (complete after Wait()).
+  SaveStats last_stats() const { return stats_; }
+
+ private:
+  struct Piece;  // one slice this rank writes
+  struct ChunkLocation {
+    std::string path;
+    uint64_t offset;
+    uint64_t size_bytes;
+    Hash128 hash;
+  };
+
+  Status Validate(const std::vector<TensorToSave>& tensors, const SaveOptions& options) const;
+  Status WriteAndCommit(int64_t step, const std::vector<Piece>& pieces, const SaveOptions& options);
+  Status WriteRankData(int64_t step, const std::vector<Piece>& pieces, const SaveOptions& options,
+                       Manifest* done);
+  Status Commit(int64_t step, const SaveOptions& options);
+
+  std::shared_ptr<Storage> storage_;
+  std::thread worker_;
+  Status worker_status_;
+  SaveStats stats_;
+  std::unique_ptr<char[]> staging_;
+  size_t staging_bytes_ = 0;
+  std::vector<Piece> pieces_;  // of the save in flight
+  std::map<std::pair<std::pair<uint64_t, uint64_t>, uint64_t>, ChunkLocation> index_;
+};
+
+}  // namespace titan::checkpoint
