@@ -1,0 +1,67 @@
+#include "src/supervisor/ledger.h"
+
+#include <gtest/gtest.h>
+
+namespace titan::supervisor {
+namespace {
+
+constexpr int64_t kS = 1'000'000'000;
+
+TEST(GoodputLedger, SplitsWallTimeAndMovesUnsavedWorkToLost) {
+  GoodputLedger l;
+  l.Start(Phase::kIdle, 0);
+  l.Enter(Phase::kStartup, 1 * kS);      // 1 s idle
+  l.Enter(Phase::kProductive, 3 * kS);   // 2 s startup
+  l.Enter(Phase::kCheckpoint, 13 * kS);  // 10 s productive
+  l.Enter(Phase::kProductive, 14 * kS);  // 1 s checkpoint
+  l.OnCheckpointSaved(100, 14 * kS);
+  // 6 s more productive, then a hang that started 2 s before its detection at 20 s.
+  l.OnFailure(18 * kS, 20 * kS);
+  EXPECT_EQ(l.phase(), Phase::kRestart);
+  l.Enter(Phase::kStartup, 21 * kS);     // 1 s restart
+  l.Enter(Phase::kProductive, 22 * kS);  // 1 s startup
+  l.Finish(30 * kS);                     // 8 s productive
+  EXPECT_EQ(l.Ns(Phase::kIdle, 30 * kS), 1 * kS);
+  EXPECT_EQ(l.Ns(Phase::kStartup, 30 * kS), 3 * kS);
+  EXPECT_EQ(l.Ns(Phase::kCheckpoint, 30 * kS), 1 * kS);
+  EXPECT_EQ(l.Ns(Phase::kDetection, 30 * kS), 2 * kS);
+  EXPECT_EQ(l.Ns(Phase::kLost, 30 * kS), 4 * kS);
+  EXPECT_EQ(l.Ns(Phase::kRestart, 30 * kS), 1 * kS);
+  EXPECT_EQ(l.Ns(Phase::kProductive, 30 * kS), 18 * kS);
+  int64_t sum = 0;
+  for (int i = 0; i < kPhaseCount; ++i) sum += l.Ns(static_cast<Phase>(i), 30 * kS);
+  EXPECT_EQ(sum, l.WallNs(30 * kS));
+  EXPECT_DOUBLE_EQ(l.Ettr(30 * kS), 18.0 / 30.0);
+}
+
+TEST(GoodputLedger, FailureOutsideSteppingLosesNothingProductive) {
+  GoodputLedger l;
+  l.Start(Phase::kStartup, 0);
+  l.OnFailure(0, 5 * kS);  // start-up hang: the time stays start-up
+  l.Finish(6 * kS);
+  EXPECT_EQ(l.Ns(Phase::kStartup, 6 * kS), 5 * kS);
+  EXPECT_EQ(l.Ns(Phase::kDetection, 6 * kS), 0);
+  EXPECT_EQ(l.Ns(Phase::kRestart, 6 * kS), 1 * kS);
+}
+
+TEST(GoodputLedger, OutputsNameEveryCategory) {
+  GoodputLedger l;
+  l.Start(Phase::kProductive, 0);
+  l.OnRestart();
+  l.Finish(10 * kS);
+  nlohmann::json j = l.ToJson(10 * kS);
+  EXPECT_DOUBLE_EQ(j["ettr"].get<double>(), 1.0);
+  EXPECT_EQ(j["restarts"], 1);
+  for (const char* c :
+       {"productive", "checkpoint", "lost", "detection", "restart", "startup", "idle"}) {
+    EXPECT_TRUE(j["seconds"].contains(c)) << c;
+  }
+  std::string prom = l.ToPrometheus(10 * kS);
+  EXPECT_NE(prom.find("titan_run_goodput_seconds{category=\"productive\"} 10.000"),
+            std::string::npos);
+  EXPECT_NE(prom.find("titan_run_ettr 1.0000"), std::string::npos);
+  EXPECT_NE(l.ToTable(10 * kS).find("ETTR"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace titan::supervisor

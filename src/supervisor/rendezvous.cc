@@ -1,0 +1,336 @@
+#include "src/supervisor/rendezvous.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "src/base/clock.h"
+#include "src/base/log.h"
+#include "src/supervisor/etcd_client.h"
+
+namespace titan::supervisor {
+
+int PickFreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  int port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+namespace {
+
+class LocalRendezvous final : public Rendezvous {
+ public:
+  explicit LocalRendezvous(std::string master_addr) : master_addr_(std::move(master_addr)) {}
+
+  Result<Assignment> Join(int64_t after_generation, int64_t excluded_until_mono_ns,
+                          const std::function<bool()>& stop) override {
+    if (MonoNowNs() < excluded_until_mono_ns) {
+      return FailedPreconditionError(
+          "the only node is excluded after repeated failures and no other node can continue "
+          "(raise --max-failures or fix the node)");
+    }
+    Assignment a;
+    a.generation = std::max(after_generation + 1, generation_);
+    generation_ = a.generation;
+    a.master_addr = master_addr_;
+    a.master_port = PickFreePort();
+    a.members = {"local"};
+    a.reason = reason_;
+    return a;
+  }
+  Result<bool> RequestRestart(int64_t generation, const nlohmann::json& reason) override {
+    reason_ = reason;
+    generation_ = generation + 1;
+    return true;
+  }
+  Result<Health> Poll(const Assignment&) override { return Health{}; }
+  Status MarkDone(const Assignment&) override { return OkStatus(); }
+  Result<bool> AllDone(const Assignment&) override { return true; }
+  void Leave() override {}
+  void Abandon() override {}
+
+ private:
+  std::string master_addr_;
+  int64_t generation_ = 0;
+  nlohmann::json reason_ = {{"reason", "start"}};
+};
+
+nlohmann::json ParseJsonOr(const std::string& text, nlohmann::json fallback) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_discarded() ? fallback : j;
+}
+
+int64_t GenOf(const nlohmann::json& rec) {
+  auto it = rec.find("gen");
+  return (it != rec.end() && it->is_number_integer()) ? it->get<int64_t>() : 0;
+}
+
+class EtcdRendezvous final : public Rendezvous {
+ public:
+  explicit EtcdRendezvous(EtcdRendezvousOptions o)
+      : o_(std::move(o)),
+        etcd_(o_.endpoint, o_.request_timeout_ms),
+        prefix_("/titan/" + o_.job_id + "/") {}
+
+  ~EtcdRendezvous() override { StopKeepAlive(); }
+
+  Status Connect() {
+    TITAN_RETURN_IF_ERROR(Register());
+    // The generation record exists from the first node on.
+    nlohmann::json first = {{"gen", 0}, {"reason", "start"}, {"node", o_.self.id}};
+    TITAN_RETURN_IF_ERROR(etcd_.CreateIfAbsent(prefix_ + "gen", first.dump()).status());
+    keepalive_ = std::thread([this] { KeepAliveLoop(); });
+    return OkStatus();
+  }
+
+  Result<Assignment> Join(int64_t after_generation, int64_t excluded_until_mono_ns,
+                          const std::function<bool()>& stop) override {
+    const int64_t start = MonoNowNs();
+    int64_t joined_gen = -1;
+    int64_t min_reached_ns = -1;
+    size_t last_count = 0;
+    while (true) {
+      if (stop()) return UnavailableError("rendezvous interrupted by a signal");
+      if (MonoNowNs() - start > o_.join_timeout_ns) {
+        return DeadlineExceededError(fmt::format(
+            "rendezvous: fewer than --min-nodes={} nodes joined within {} s (etcd {}, job '{}')",
+            o_.min_nodes, o_.join_timeout_ns / kNsPerSecond, o_.endpoint, o_.job_id));
+      }
+      TITAN_RETURN_IF_ERROR(EnsureLease());
+      auto done = etcd_.Get(prefix_ + "done");
+      if (done.ok()) {
+        Assignment a;
+        a.job_done = true;
+        return a;
+      }
+      TITAN_ASSIGN_OR_RETURN(EtcdKeyValue gen_kv, etcd_.Get(prefix_ + "gen"));
+      nlohmann::json gen_rec = ParseJsonOr(gen_kv.value, nlohmann::json::object());
+      int64_t gen = GenOf(gen_rec);
+      std::string rdzv = fmt::format("{}rdzv/{}/", prefix_, gen);
+      auto closed = etcd_.Get(rdzv + "closed");
+      if (closed.ok()) {
+        nlohmann::json members = ParseJsonOr(closed->value, nlohmann::json::array());
+        if (gen > after_generation && members.is_array()) {
+          auto a = AssignmentFrom(gen, members, gen_rec);
+          if (a.ok()) return a;
+        }
+        // Not a member (late, excluded or stale): wait for the next generation.
+      } else if (MonoNowNs() >= excluded_until_mono_ns && gen > after_generation) {
+        if (joined_gen != gen) {
+          nlohmann::json me = {{"id", o_.self.id},
+                               {"addr", o_.self.addr},
+                               {"nproc", o_.self.nproc},
+                               {"port", PickFreePort()}};
+          TITAN_RETURN_IF_ERROR(etcd_.Put(rdzv + "join/" + o_.self.id, me.dump(), lease_));
+          joined_gen = gen;
+          min_reached_ns = -1;
+        }
+        TITAN_ASSIGN_OR_RETURN(auto joins, etcd_.GetPrefix(rdzv + "join/"));
+        if (joins.size() != last_count) {
+          last_count = joins.size();
+          min_reached_ns = -1;  // someone new came: the last call starts again
+        }
+        if (static_cast<int>(joins.size()) >= o_.min_nodes && min_reached_ns < 0) {
+          min_reached_ns = MonoNowNs();
+        }
+        bool full = static_cast<int>(joins.size()) >= o_.max_nodes;
+        bool last_call_over =
+            min_reached_ns >= 0 && MonoNowNs() - min_reached_ns >= o_.last_call_ns;
+        if (full || last_call_over) {
+          nlohmann::json members = nlohmann::json::array();
+          for (const EtcdKeyValue& kv : joins) {
+            nlohmann::json m = ParseJsonOr(kv.value, nlohmann::json());
+            if (m.is_object()) members.push_back(m);
+            if (static_cast<int>(members.size()) == o_.max_nodes) break;
+          }
+          // Keys come sorted, so members are in node-id order: stable group ranks.
+          TITAN_RETURN_IF_ERROR(etcd_.CreateIfAbsent(rdzv + "closed", members.dump()).status());
+          continue;  // read it back: whoever created it decided
+        }
+      }
+      ::usleep(50'000);
+    }
+  }
+
+  Result<bool> RequestRestart(int64_t generation, const nlohmann::json& reason) override {
+    TITAN_ASSIGN_OR_RETURN(EtcdKeyValue gen_kv, etcd_.Get(prefix_ + "gen"));
+    nlohmann::json cur = ParseJsonOr(gen_kv.value, nlohmann::json::object());
+    if (GenOf(cur) != generation) return false;  // someone else already restarted it
+    nlohmann::json next = reason;
+    next["gen"] = generation + 1;
+    next["node"] = o_.self.id;
+    return etcd_.CompareAndSwap(prefix_ + "gen", gen_kv.value, next.dump());
+  }
+
+  Result<Health> Poll(const Assignment& current) override {
+    Health h;
+    int64_t now = MonoNowNs();
+    if (now - last_poll_ns_ < o_.poll_interval_ns) return h;
+    last_poll_ns_ = now;
+    TITAN_RETURN_IF_ERROR(EnsureLease());
+    TITAN_ASSIGN_OR_RETURN(EtcdKeyValue gen_kv, etcd_.Get(prefix_ + "gen"));
+    nlohmann::json rec = ParseJsonOr(gen_kv.value, nlohmann::json::object());
+    if (GenOf(rec) > current.generation) {
+      h.restart = true;
+      h.reason = rec;
+    }
+    TITAN_ASSIGN_OR_RETURN(auto nodes, etcd_.GetPrefix(prefix_ + "nodes/"));
+    for (const std::string& m : current.members) {
+      bool alive = std::any_of(nodes.begin(), nodes.end(), [&](const EtcdKeyValue& kv) {
+        return kv.key == prefix_ + "nodes/" + m;
+      });
+      if (!alive) h.lost.push_back(m);
+    }
+    h.job_done = etcd_.Get(prefix_ + "done").ok();
+    return h;
+  }
+
+  Status MarkDone(const Assignment& current) override {
+    return etcd_.Put(fmt::format("{}rdzv/{}/done/{}", prefix_, current.generation, o_.self.id),
+                     "1");
+  }
+
+  Result<bool> AllDone(const Assignment& current) override {
+    if (etcd_.Get(prefix_ + "done").ok()) return true;
+    TITAN_ASSIGN_OR_RETURN(
+        auto done, etcd_.GetPrefix(fmt::format("{}rdzv/{}/done/", prefix_, current.generation)));
+    if (done.size() < current.members.size()) return false;
+    TITAN_RETURN_IF_ERROR(etcd_.CreateIfAbsent(prefix_ + "done", "1").status());
+    return true;
+  }
+
+  void Leave() override {
+    StopKeepAlive();
+    std::lock_guard<std::mutex> l(lease_mu_);
+    if (lease_ != 0) etcd_.RevokeLease(lease_).IgnoreError();
+    lease_ = 0;
+  }
+
+  void Abandon() override { StopKeepAlive(); }
+
+ private:
+  Status Register() {
+    TITAN_ASSIGN_OR_RETURN(int64_t lease, etcd_.GrantLease(o_.lease_ttl_seconds));
+    nlohmann::json me = {
+        {"id", o_.self.id}, {"addr", o_.self.addr}, {"nproc", o_.self.nproc}, {"pid", ::getpid()}};
+    TITAN_RETURN_IF_ERROR(etcd_.Put(prefix_ + "nodes/" + o_.self.id, me.dump(), lease));
+    std::lock_guard<std::mutex> l(lease_mu_);
+    lease_ = lease;
+    lease_lost_ = false;
+    return OkStatus();
+  }
+
+  // If the keep-alive thread found the lease gone (this node was declared lost, e.g. after a
+  // long stall), registers again with a new lease.
+  Status EnsureLease() {
+    bool lost;
+    {
+      std::lock_guard<std::mutex> l(lease_mu_);
+      lost = lease_lost_;
+    }
+    if (!lost) return OkStatus();
+    Log(LogLevel::kWarning, "run", "etcd lease of node {} expired; registering again", o_.self.id);
+    return Register();
+  }
+
+  Result<Assignment> AssignmentFrom(int64_t gen, const nlohmann::json& members,
+                                    const nlohmann::json& gen_rec) {
+    Assignment a;
+    a.generation = gen;
+    a.reason = gen_rec;
+    a.group_rank = -1;
+    int offset = 0;
+    for (const nlohmann::json& m : members) {
+      if (!m.is_object() || !m.contains("id") || !m["id"].is_string() || !m.contains("nproc") ||
+          !m["nproc"].is_number_integer() || !m.contains("addr") || !m["addr"].is_string() ||
+          !m.contains("port") || !m["port"].is_number_integer()) {
+        return InvalidArgumentError("etcd rendezvous record has a malformed member");
+      }
+      std::string id = m["id"].get<std::string>();
+      if (a.members.empty()) {
+        a.master_addr = m["addr"].get<std::string>();
+        a.master_port = m["port"].get<int>();
+      }
+      if (id == o_.self.id) {
+        a.group_rank = static_cast<int>(a.members.size());
+        a.rank_offset = offset;
+      }
+      a.members.push_back(id);
+      offset += m["nproc"].get<int>();
+    }
+    if (a.group_rank < 0) return NotFoundError("not a member");
+    a.nnodes = static_cast<int>(a.members.size());
+    a.world_size = offset;
+    return a;
+  }
+
+  void KeepAliveLoop() {
+    EtcdClient client(o_.endpoint, o_.request_timeout_ms);
+    const auto period =
+        std::chrono::milliseconds(std::max<int64_t>(o_.lease_ttl_seconds * 1000 / 3, 200));
+    std::unique_lock<std::mutex> l(lease_mu_);
+    while (!stop_keepalive_) {
+      cv_.wait_for(l, period, [this] { return stop_keepalive_; });
+      if (stop_keepalive_) break;
+      int64_t lease = lease_;
+      if (lease == 0 || lease_lost_) continue;
+      l.unlock();
+      Status s = client.KeepAlive(lease);
+      l.lock();
+      if (s.code() == StatusCode::kNotFound && lease == lease_) lease_lost_ = true;
+    }
+  }
+
+  void StopKeepAlive() {
+    {
+      std::lock_guard<std::mutex> l(lease_mu_);
+      stop_keepalive_ = true;
+    }
+    cv_.notify_all();
+    if (keepalive_.joinable()) keepalive_.join();
+  }
+
+  EtcdRendezvousOptions o_;
+  EtcdClient etcd_;
+  std::string prefix_;
+  std::mutex lease_mu_;
+  std::condition_variable cv_;
+  int64_t lease_ = 0;
+  bool lease_lost_ = false;
+  bool stop_keepalive_ = false;
+  std::thread keepalive_;
+  int64_t last_poll_ns_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Rendezvous> MakeLocalRendezvous(std::string master_addr) {
+  return std::make_unique<LocalRendezvous>(std::move(master_addr));
+}
+
+Result<std::unique_ptr<Rendezvous>> MakeEtcdRendezvous(const EtcdRendezvousOptions& options) {
+  auto r = std::make_unique<EtcdRendezvous>(options);
+  TITAN_RETURN_IF_ERROR_CTX(r->Connect(), "joining the job through etcd");
+  return std::unique_ptr<Rendezvous>(std::move(r));
+}
+
+}  // namespace titan::supervisor

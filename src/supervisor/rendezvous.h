@@ -1,0 +1,104 @@
+// Rendezvous: how the `titan run` processes of a job (one per node) agree on each generation's
+// membership, world size, ranks and master address, and tell each other to restart.
+//
+// LocalRendezvous: one node, no etcd. EtcdRendezvous: any number of nodes through etcd (keys
+// under /titan/<job>/, see docs/run.md for the layout):
+//   gen                  {"gen":N,"reason":...,"node":...}: the current generation; a node that
+//                        sees a failure bumps it with a compare-and-swap, so exactly one report
+//                        per failure wins and every other node restarts when it sees the change
+//   nodes/<id>           liveness: written with the node's lease (TTL), kept alive by a thread;
+//                        a node whose key vanished is lost
+//   rdzv/<N>/join/<id>   the nodes that want to take part in generation N (with the lease)
+//   rdzv/<N>/closed      the members of generation N, sorted by node id (group rank order);
+//                        created once (create-if-absent) when max_nodes joined, or min_nodes
+//                        joined and no one else came for `last_call`
+//   rdzv/<N>/done/<id>   the node's workers all finished successfully
+//   done                 the whole job finished
+//
+// Thread safety: not thread-safe, except that EtcdRendezvous runs its own keep-alive thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/base/status.h"
+
+namespace titan::supervisor {
+
+struct NodeInfo {
+  std::string id;    // unique per node (default hostname-pid)
+  std::string addr;  // reachable address of this node (MASTER_ADDR when it is group rank 0)
+  int nproc = 1;     // workers on this node
+};
+
+struct Assignment {
+  int64_t generation = 0;
+  int group_rank = 0;
+  int nnodes = 1;
+  int world_size = 1;
+  int rank_offset = 0;  // global rank of this node's local rank 0
+  std::string master_addr;
+  int master_port = 0;
+  std::vector<std::string> members;  // node ids in group-rank order
+  nlohmann::json reason;             // why this generation started (the gen record)
+  bool job_done = false;             // the job finished while waiting: exit successfully
+};
+
+struct Health {
+  bool restart = false;           // a newer generation was requested
+  nlohmann::json reason;          // its record
+  std::vector<std::string> lost;  // members of the running generation whose lease expired
+  bool job_done = false;
+};
+
+class Rendezvous {
+ public:
+  virtual ~Rendezvous() = default;
+  // Blocks, polling, until this node is a member of a generation newer than `after_generation`
+  // (-1: any). While `excluded_until_mono_ns` is in the future the node sits out. `stop()` is
+  // polled; when it returns true Join returns CANCELLED-like UNAVAILABLE.
+  virtual Result<Assignment> Join(int64_t after_generation, int64_t excluded_until_mono_ns,
+                                  const std::function<bool()>& stop) = 0;
+  // Asks every node to leave `generation`; true if this call was the one that did it.
+  virtual Result<bool> RequestRestart(int64_t generation, const nlohmann::json& reason) = 0;
+  // Called every loop tick (cheap for local; rate-limited for etcd).
+  virtual Result<Health> Poll(const Assignment& current) = 0;
+  // This node's workers of `generation` all succeeded.
+  virtual Status MarkDone(const Assignment& current) = 0;
+  // Every member of the generation is done (the job finished).
+  virtual Result<bool> AllDone(const Assignment& current) = 0;
+  // Leaves cleanly (revokes the lease) / abruptly (stops refreshing it, for node-loss drills).
+  virtual void Leave() = 0;
+  virtual void Abandon() = 0;
+};
+
+// A free TCP port on the loopback interface (bind to port 0); 0 if none.
+int PickFreePort();
+
+std::unique_ptr<Rendezvous> MakeLocalRendezvous(std::string master_addr);
+
+struct EtcdRendezvousOptions {
+  std::string endpoint;  // http://host:port
+  std::string job_id = "default";
+  NodeInfo self;
+  int min_nodes = 1;
+  int max_nodes = 1;
+  int64_t lease_ttl_seconds = 5;
+  int64_t last_call_ns = 2'000'000'000;
+  int64_t join_timeout_ns = 600LL * 1'000'000'000;
+  int64_t poll_interval_ns = 200'000'000;
+  int64_t request_timeout_ms = 2000;
+};
+
+// Connects (grants the lease, registers the node); UNAVAILABLE with the endpoint if etcd does
+// not answer.
+Result<std::unique_ptr<Rendezvous>> MakeEtcdRendezvous(const EtcdRendezvousOptions& options);
+
+}  // namespace titan::supervisor

@@ -1,0 +1,48 @@
+#include "src/supervisor/run_log.h"
+
+#include <cerrno>
+
+#include "src/base/clock.h"
+
+namespace titan::supervisor {
+
+namespace {
+constexpr size_t kRecentMax = 2000;
+}
+
+RunLog::~RunLog() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+Status RunLog::Open(const std::string& path, std::string node, int64_t start_mono_ns) {
+  node_ = std::move(node);
+  start_mono_ns_ = start_mono_ns;
+  path_ = path;
+  if (path.empty()) return OkStatus();
+  file_ = std::fopen(path.c_str(), "ae");
+  if (file_ == nullptr) {
+    return ErrnoError(errno, "opening the event log " + path + " (check --event-log)");
+  }
+  return OkStatus();
+}
+
+void RunLog::Write(const std::string& type, nlohmann::json fields) {
+  nlohmann::json line = nlohmann::json::object();
+  line["time_ns"] = WallNowNs();
+  line["t"] = static_cast<double>(MonoNowNs() - start_mono_ns_) / 1e9;
+  line["node"] = node_;
+  line["type"] = type;
+  if (fields.is_object()) {
+    for (auto& [k, v] : fields.items()) line[k] = std::move(v);
+  }
+  if (file_ != nullptr) {
+    std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    text += '\n';
+    std::fwrite(text.data(), 1, text.size(), file_);
+    std::fflush(file_);
+  }
+  recent_.push_back(std::move(line));
+  if (recent_.size() > kRecentMax) recent_.pop_front();
+}
+
+}  // namespace titan::supervisor

@@ -1,0 +1,205 @@
+#include "src/supervisor/worker_group.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "src/base/clock.h"
+
+namespace titan::supervisor {
+
+std::string DescribeWaitStatus(int wait_status) {
+  if (WIFEXITED(wait_status)) return fmt::format("exit code {}", WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) {
+    int sig = WTERMSIG(wait_status);
+    const char* name = strsignal(sig);
+    return fmt::format("signal {} ({})", sig, name ? name : "?");
+  }
+  return fmt::format("wait status {}", wait_status);
+}
+
+bool WaitStatusSuccess(int wait_status) {
+  return WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+}
+
+WorkerGroup::~WorkerGroup() {
+  for (Worker& w : workers_) {
+    if (w.running) {
+      ::kill(-w.pid, SIGKILL);
+      ::kill(w.pid, SIGKILL);
+      int st = 0;
+      while (::waitpid(w.pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      w.running = false;
+    }
+  }
+}
+
+Status WorkerGroup::Spawn(const WorkerSpec& spec) {
+  if (spec.argv.empty()) return InvalidArgumentError("no command to run after '--'");
+  // Everything the child needs is prepared before fork: after fork only async-signal-safe calls.
+  std::vector<char*> argv;
+  for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const std::string& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  // PATH lookup with the worker's PATH (execvpe uses the caller's environ for PATH).
+  int log_fd = -1;
+  if (!spec.log_path.empty()) {
+    log_fd = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) return ErrnoError(errno, "opening worker log " + spec.log_path);
+  }
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    if (log_fd >= 0) ::close(log_fd);
+    return ErrnoError(errno, "pipe2 for spawning a worker");
+  }
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    if (log_fd >= 0) ::close(log_fd);
+    return ErrnoError(e, "fork for a worker");
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
+    sigset_t empty;
+    sigemptyset(&empty);
+    ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+    for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+    if (log_fd >= 0) {
+      ::dup2(log_fd, 1);
+      ::dup2(log_fd, 2);
+    }
+    ::execvpe(argv[0], argv.data(), envp.data());
+    int e = errno;
+    ssize_t n = ::write(pipe_fds[1], &e, sizeof(e));
+    (void)n;
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also from the parent: no race with an early killpg
+  ::close(pipe_fds[1]);
+  if (log_fd >= 0) ::close(log_fd);
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(pipe_fds[0], &child_errno, sizeof(child_errno));
+  } while (n < 0 && errno == EINTR);
+  ::close(pipe_fds[0]);
+  if (n == static_cast<ssize_t>(sizeof(child_errno))) {
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    return ErrnoError(child_errno,
+                      fmt::format("starting worker command '{}' (check that it exists and is "
+                                  "executable, and PATH)",
+                                  spec.argv[0]));
+  }
+  Worker w;
+  w.local_rank = spec.local_rank;
+  w.rank = spec.rank;
+  w.pid = pid;
+  w.running = true;
+  w.exec_mono_ns = MonoNowNs();
+  workers_.push_back(w);
+  return OkStatus();
+}
+
+std::vector<size_t> WorkerGroup::Reap() {
+  // waitpid(-1): also reaps orphaned grandchildren re-parented to us (titan run is a child
+  // subreaper), so that no zombie outlives its process group.
+  std::vector<size_t> exited;
+  while (true) {
+    int st = 0;
+    pid_t r = ::waitpid(-1, &st, WNOHANG);
+    if (r <= 0) break;
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      Worker& w = workers_[i];
+      if (w.running && w.pid == r) {
+        w.running = false;
+        w.wait_status = st;
+        w.exit_mono_ns = MonoNowNs();
+        exited.push_back(i);
+      }
+    }
+  }
+  return exited;
+}
+
+void WorkerGroup::SignalGroup(size_t i, int sig) {
+  if (i >= workers_.size()) return;
+  // The group may outlive its leader (grandchildren); signal it even after the leader exited.
+  ::kill(-workers_[i].pid, sig);
+}
+
+void WorkerGroup::SignalAll(int sig) {
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (workers_[i].running) SignalGroup(i, sig);
+  }
+}
+
+bool WorkerGroup::WaitAll(int64_t timeout_ns) {
+  int64_t deadline = MonoNowNs() + timeout_ns;
+  while (true) {
+    Reap();
+    if (AllExited()) return true;
+    if (MonoNowNs() >= deadline) return false;
+    ::usleep(5000);
+  }
+}
+
+int WorkerGroup::Stop(int64_t grace_ns) {
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (!workers_[i].running) continue;
+    workers_[i].stopped_by_titan = true;
+    SignalGroup(i, SIGTERM);
+    SignalGroup(i, SIGCONT);
+  }
+  int killed = 0;
+  if (!WaitAll(grace_ns)) {
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      if (workers_[i].running) ++killed;
+    }
+  }
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (workers_[i].stopped_by_titan) SignalGroup(i, SIGKILL);  // leftovers in the groups
+  }
+  WaitAll(int64_t{10} * kNsPerSecond);
+  return killed;
+}
+
+bool WorkerGroup::AllExited() const {
+  for (const Worker& w : workers_) {
+    if (w.running) return false;
+  }
+  return true;
+}
+
+bool WorkerGroup::AllSucceeded() const {
+  for (const Worker& w : workers_) {
+    if (w.running || !WaitStatusSuccess(w.wait_status)) return false;
+  }
+  return true;
+}
+
+size_t WorkerGroup::running_count() const {
+  size_t n = 0;
+  for (const Worker& w : workers_) n += w.running;
+  return n;
+}
+
+void WorkerGroup::Clear() { workers_.clear(); }
+
+}  // namespace titan::supervisor

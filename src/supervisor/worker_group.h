@@ -1,0 +1,82 @@
+// WorkerGroup: the worker processes of one generation on this node.
+//
+// Each worker is started with fork + exec in its own process group (setpgid), with
+// PR_SET_PDEATHSIG(SIGKILL) so that it dies with `titan run` even if `titan run` is SIGKILLed,
+// and with the signal mask and dispositions reset. Exec failures (COMMAND not found, not
+// executable) are reported synchronously through a close-on-exec pipe, which also timestamps
+// the moment the exec succeeded. Stop() terminates whole process groups: SIGTERM (+SIGCONT, so a
+// stopped worker can act on it), a grace period, then SIGKILL to the group, and reaps.
+//
+// The caller must block SIGCHLD (and read it via signalfd or poll) and call Reap() to collect
+// exits. Reap() waits for any child (waitpid(-1)): the process should have no other children
+// whose exit status it needs. Thread safety: not thread-safe; owned by the supervisor loop thread,
+// which must be the thread that spawns (PDEATHSIG follows the spawning thread).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+
+namespace titan::supervisor {
+
+struct WorkerSpec {
+  int local_rank = 0;
+  int rank = 0;
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH
+  std::vector<std::string> env;   // the complete environment, "KEY=VALUE"
+  std::string log_path;           // empty: inherit stdout/stderr; else both go to this file
+};
+
+struct Worker {
+  int local_rank = 0;
+  int rank = 0;
+  pid_t pid = -1;
+  bool running = false;
+  int wait_status = 0;            // as from waitpid, valid once !running
+  int64_t exec_mono_ns = 0;       // when exec succeeded
+  int64_t exit_mono_ns = 0;       // when the exit was reaped
+  bool stopped_by_titan = false;  // exit caused by Stop()
+};
+
+// "exit code 3", "signal 9 (Killed)".
+std::string DescribeWaitStatus(int wait_status);
+bool WaitStatusSuccess(int wait_status);
+
+class WorkerGroup {
+ public:
+  WorkerGroup() = default;
+  ~WorkerGroup();  // kills (SIGKILL) and reaps whatever still runs
+  WorkerGroup(const WorkerGroup&) = delete;
+  WorkerGroup& operator=(const WorkerGroup&) = delete;
+
+  // Starts one worker; on exec failure returns an error naming the command and errno and no
+  // process is left behind.
+  Status Spawn(const WorkerSpec& spec);
+  // Collects exits without blocking; returns indices (into workers()) that exited now.
+  std::vector<size_t> Reap();
+  // SIGTERM every running group, wait up to grace_ns for exits, SIGKILL the groups, reap.
+  // Returns the number of workers that had to be SIGKILLed.
+  int Stop(int64_t grace_ns);
+  // Sends `sig` to the process group of worker i (no-op if it exited).
+  void SignalGroup(size_t i, int sig);
+  // Sends `sig` to every running worker's group (e.g. SIGTERM forwarded on preemption).
+  void SignalAll(int sig);
+  // Waits up to timeout_ns for every worker to exit by itself (reaping); true if all exited.
+  bool WaitAll(int64_t timeout_ns);
+  bool AllExited() const;
+  bool AllSucceeded() const;
+  size_t running_count() const;
+  const std::vector<Worker>& workers() const { return workers_; }
+  std::vector<Worker>& workers() { return workers_; }
+  // Forgets exited workers (a new generation starts). Precondition: AllExited().
+  void Clear();
+
+ private:
+  std::vector<Worker> workers_;
+};
+
+}  // namespace titan::supervisor

@@ -1,0 +1,103 @@
+#include "src/supervisor/worker_group.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+
+#include "src/base/clock.h"
+#include "src/base/env.h"
+
+namespace titan::supervisor {
+namespace {
+
+// Processes in process group `pgid` that are alive (not zombies), from /proc.
+int LiveInGroup(pid_t pgid) {
+  int n = 0;
+  auto dir = Env::ListDir("/proc");
+  if (!dir.ok()) return -1;
+  for (const std::string& name : *dir) {
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto stat = Env::ReadFile("/proc/" + name + "/stat");
+    if (!stat.ok()) continue;
+    size_t close = stat->rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0, pg = 0;
+    if (sscanf(stat->c_str() + close + 1, " %c %d %d", &state, &ppid, &pg) == 3 && pg == pgid &&
+        state != 'Z') {
+      ++n;
+    }
+  }
+  return n;
+}
+
+std::vector<std::string> Environ() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  return env;
+}
+
+class BlockChld : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &s, &old_);
+  }
+  void TearDown() override { sigprocmask(SIG_SETMASK, &old_, nullptr); }
+  sigset_t old_;
+};
+
+using WorkerGroupTest = BlockChld;
+
+TEST_F(WorkerGroupTest, ReportsExitCodesAndSignals) {
+  WorkerGroup g;
+  ASSERT_TRUE(g.Spawn({0, 0, {"sh", "-c", "exit 3"}, Environ(), ""}).ok());
+  ASSERT_TRUE(g.Spawn({1, 1, {"sh", "-c", "kill -9 $$"}, Environ(), ""}).ok());
+  ASSERT_TRUE(g.WaitAll(10 * kNsPerSecond));
+  EXPECT_EQ(DescribeWaitStatus(g.workers()[0].wait_status), "exit code 3");
+  EXPECT_NE(DescribeWaitStatus(g.workers()[1].wait_status).find("signal 9"), std::string::npos);
+  EXPECT_FALSE(g.AllSucceeded());
+}
+
+TEST_F(WorkerGroupTest, MissingCommandIsAClearError) {
+  WorkerGroup g;
+  Status s = g.Spawn({0, 0, {"/nonexistent/titan-no-such-command"}, Environ(), ""});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("titan-no-such-command"), std::string_view::npos);
+  EXPECT_TRUE(g.workers().empty());
+}
+
+TEST_F(WorkerGroupTest, StopKillsTheWholeGroupEvenIfSigtermIsIgnored) {
+  WorkerGroup g;
+  // The worker ignores SIGTERM and leaves a grandchild in its process group.
+  ASSERT_TRUE(g.Spawn({0,
+                       0,
+                       {"sh", "-c", "trap '' TERM; sleep 300 & echo $! > /dev/null; sleep 300"},
+                       Environ(),
+                       ""})
+                  .ok());
+  pid_t pgid = g.workers()[0].pid;
+  usleep(200'000);
+  EXPECT_GE(LiveInGroup(pgid), 2);  // the shell and its background sleep
+  int killed = g.Stop(300'000'000);
+  EXPECT_EQ(killed, 1);
+  EXPECT_TRUE(g.AllExited());
+  usleep(100'000);
+  // Nothing is left alive in the process group (the orphaned sleep was killed with it).
+  EXPECT_EQ(LiveInGroup(pgid), 0);
+}
+
+TEST_F(WorkerGroupTest, StoppedWorkerIsTerminated) {
+  WorkerGroup g;
+  ASSERT_TRUE(g.Spawn({0, 0, {"sleep", "300"}, Environ(), ""}).ok());
+  kill(g.workers()[0].pid, SIGSTOP);
+  EXPECT_EQ(g.Stop(2 * kNsPerSecond), 0);  // SIGTERM + SIGCONT ends it within the grace
+  EXPECT_TRUE(WIFSIGNALED(g.workers()[0].wait_status));
+  EXPECT_EQ(WTERMSIG(g.workers()[0].wait_status), SIGTERM);
+}
+
+}  // namespace
+}  // namespace titan::supervisor
