@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
 #include "src/base/check.h"
 
@@ -15,10 +14,42 @@ SortedWindow::SortedWindow(int64_t capacity)
   TITAN_CHECK(capacity >= 3 && capacity <= kMaxCapacity) << "window " << capacity;
 }
 
+namespace {
+
+// Number of leading indexes i in [0, n) for which `below(i)` holds, for a predicate that is true
+// then false (a lower_bound). Small ranges are counted (a loop the compiler vectorises, without a
+// chain of dependent loads); larger ones use a binary search with conditional moves instead of
+// branches, since mispredicted branches on random-looking samples cost more than the search.
+constexpr int64_t kLinearSearchMax = 128;
+
+template <typename Below>
+int64_t CountBelow(int64_t n, Below below) {
+  if (n <= kLinearSearchMax) {
+    // Counted in a double (exact up to 2^53): baseline x86-64 (SSE2) has no 64-bit integer
+    // compare to vectorise an integer count with.
+    double count = 0;
+    for (int64_t i = 0; i < n; ++i) count += below(i) ? 1.0 : 0.0;
+    return static_cast<int64_t>(count);
+  }
+  int64_t base = 0;
+  while (n > 1) {
+    const int64_t half = n / 2;
+    base = below(base + half - 1) ? base + half : base;
+    n -= half;
+  }
+  return base + (below(base) ? 1 : 0);
+}
+
+double* LowerBound(double* first, int64_t n, double value) {
+  return first + CountBelow(n, [&](int64_t i) { return first[i] < value; });
+}
+
+}  // namespace
+
 void SortedWindow::Add(double value) {
   double* const begin = sorted_.get();
   if (count_ < capacity_) {
-    double* at = std::upper_bound(begin, begin + count_, value);
+    double* at = LowerBound(begin, count_, value);
     std::memmove(at + 1, at, static_cast<size_t>(begin + count_ - at) * sizeof(double));
     *at = value;
     ring_[(pos_ + count_) % capacity_] = value;
@@ -29,9 +60,8 @@ void SortedWindow::Add(double value) {
   const double old = ring_[pos_];
   ring_[pos_] = value;
   pos_ = pos_ + 1 == capacity_ ? 0 : pos_ + 1;
-  double* const end = begin + count_;
-  double* evict = std::lower_bound(begin, end, old);
-  double* insert = std::lower_bound(begin, end, value);
+  double* evict = LowerBound(begin, count_, old);
+  double* insert = LowerBound(begin, count_, value);
   if (insert > evict) {
     // Values in (evict, insert) move one slot left; the new value lands just before `insert`.
     std::memmove(evict, evict + 1, static_cast<size_t>(insert - evict - 1) * sizeof(double));
@@ -48,38 +78,25 @@ double SortedWindow::Median() const {
   return count_ % 2 == 1 ? sorted_[half] : 0.5 * (sorted_[half - 1] + sorted_[half]);
 }
 
-double SortedWindow::KthDeviation(double median, int64_t split, int64_t k) const {
-  // Left deviations L_i = median - sorted[split-1-i] (i < a), right R_j = sorted[split+j] - median
-  // (j < b); both ascending. Binary search on how many of the k+1 smallest come from the left.
-  const int64_t a = split;
-  const int64_t b = count_ - split;
-  auto left = [&](int64_t i) { return median - sorted_[split - 1 - i]; };
-  auto right = [&](int64_t j) { return sorted_[split + j] - median; };
-  int64_t lo = std::max<int64_t>(0, k + 1 - b);
-  int64_t hi = std::min<int64_t>(k + 1, a);
-  while (lo <= hi) {
-    const int64_t i = lo + (hi - lo) / 2;
-    const int64_t j = k + 1 - i;
-    if (i < a && j > 0 && right(j - 1) > left(i)) {
-      lo = i + 1;
-    } else if (i > 0 && j < b && left(i - 1) > right(j)) {
-      hi = i - 1;
-    } else {
-      const double from_left = i > 0 ? left(i - 1) : -std::numeric_limits<double>::infinity();
-      const double from_right = j > 0 ? right(j - 1) : -std::numeric_limits<double>::infinity();
-      return std::max(from_left, from_right);
-    }
-  }
-  TITAN_CHECK(false) << "k-th deviation search failed: k=" << k << " count=" << count_;
-  return 0;
+double SortedWindow::KthDeviation(double median, int64_t k) const {
+  // The k+1 values closest to the median are a contiguous run sorted[i .. i+k]; its k-th
+  // deviation is max(median - sorted[i], sorted[i+k] - median), smallest where the two sides
+  // cross: the first i with sorted[i] + sorted[i+k] >= 2 * median (monotone in i). Found with
+  // CountBelow, then the crossing and its left neighbour are compared.
+  const double* s = sorted_.get();
+  const double twice = 2 * median;
+  const int64_t candidates = count_ - k;  // runs start at 0 .. count_-1-k
+  int64_t first = CountBelow(candidates, [&](int64_t i) { return s[i] + s[i + k] < twice; });
+  first = std::min(first, candidates - 1);
+  double best = std::max(median - s[first], s[first + k] - median);
+  if (first > 0) best = std::min(best, std::max(median - s[first - 1], s[first - 1 + k] - median));
+  return best;
 }
 
 double SortedWindow::Mad(double median) const {
-  const double* begin = sorted_.get();
-  const int64_t split = std::lower_bound(begin, begin + count_, median) - begin;
   const int64_t half = count_ / 2;
-  if (count_ % 2 == 1) return KthDeviation(median, split, half);
-  return 0.5 * (KthDeviation(median, split, half - 1) + KthDeviation(median, split, half));
+  if (count_ % 2 == 1) return KthDeviation(median, half);
+  return 0.5 * (KthDeviation(median, half - 1) + KthDeviation(median, half));
 }
 
 void SortedWindow::Estimate(double* baseline, double* scale) const {

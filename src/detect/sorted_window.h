@@ -4,8 +4,8 @@
 // Cost per Add: two binary searches plus one memmove of the samples between the evicted and the
 // inserted value (at most capacity - 1 doubles; capacity is limited to kMaxCapacity so this
 // stays a few hundred nanoseconds at worst and ~20 ns at the default 64). Median: O(1).
-// MAD: O(log capacity), as the k-th smallest of two sorted sequences (deviations to the left and
-// to the right of the median) without materialising them. No allocation after construction.
+// MAD: O(log capacity): the k values nearest the median form a contiguous run of the sorted
+// array, found by binary search. No allocation after construction.
 // Thread safety: none.
 #pragma once
 
@@ -33,8 +33,8 @@ class SortedWindow {
   void Estimate(double* baseline, double* scale) const;
 
  private:
-  // k-th (0-based) smallest absolute deviation from `median`, whose lower_bound index is `split`.
-  double KthDeviation(double median, int64_t split, int64_t k) const;
+  // k-th (0-based) smallest absolute deviation from `median`; k < size().
+  double KthDeviation(double median, int64_t k) const;
 
   int64_t capacity_;
   std::unique_ptr<double[]> ring_;

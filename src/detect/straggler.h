@@ -14,7 +14,7 @@
 //   is_straggler = steps_seen >= min_steps && score > k &&
 //                  median_lateness_ns >= min_lateness_fraction * median step duration.
 // With more than kExactPeerRanks ranks the scale is the MAD of all ranks' lateness (including
-// the rank's own, less than 1/64 of the pool) instead of leave-one-out, to keep Scores() fast.
+// the rank's own, less than 1/16 of the pool) instead of leave-one-out, to keep Scores() fast.
 //
 // Out-of-order reports are fine; a report for a step older than the window, a repeated report
 // (the last one wins) and missing steps are tolerated. Memory: at most max_ranks ranks, each with
@@ -51,7 +51,7 @@ struct RankScore {
 
 class StragglerScorer {
  public:
-  static constexpr int64_t kExactPeerRanks = 64;
+  static constexpr int64_t kExactPeerRanks = 16;
 
   // Preconditions (checked): the ranges in StragglerOptions.
   explicit StragglerScorer(const StragglerOptions& options = {});
