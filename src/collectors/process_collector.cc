@@ -57,15 +57,15 @@ Status ParseProcessStat(std::string_view text, ProcessStat* out) {
   const std::string_view state = NextField(&rest);
   if (state.size() != 1) return InvalidArgumentError("stat: bad state field");
   out->state = state[0];
-  // Fields 4.. as numbers; 22 are needed (up to rss, field 24). ppid etc. may be negative
-  // (tty_nr, tpgid), so they are read as text and only the wanted ones parsed.
-  std::string_view fields[22];
+  // Fields 4..24 (rss) are needed. Some may be negative (tty_nr, tpgid), so they are taken as
+  // text and only the wanted ones parsed; fields after 24 (newer kernels add more) are ignored.
+  std::string_view fields[21];
   for (std::string_view& field : fields) {
     field = NextField(&rest);
     if (field.empty()) return InvalidArgumentError("stat: fewer than 24 fields");
   }
   auto number = [&fields](int field_number, uint64_t* value) {
-    return ParseUint64(fields[field_number - 3], value);
+    return ParseUint64(fields[field_number - 4], value);
   };
   if (!number(12, &out->major_faults) || !number(14, &out->utime_ticks) ||
       !number(15, &out->stime_ticks) || !number(20, &out->threads) ||

@@ -26,6 +26,7 @@ constexpr std::string_view kResources[] = {"cpu", "memory", "io"};
 constexpr std::string_view kKinds[2] = {"some", "full"};
 constexpr long kProcSuperMagic = 0x9fa0;
 constexpr double kRatioSlack = 0.05;
+constexpr int64_t kUnprivilegedWindowUs = 2'000'000;
 
 struct Descs {
   SignalDesc stall_seconds =
@@ -193,13 +194,31 @@ Status PsiCollector::ArmTrigger(Resource& resource) {
     close(fd);  // never write a trigger into an ordinary file (a test fixture)
     return FailedPreconditionError(path + " is not on procfs");
   }
-  const std::string trigger = options_.trigger_kind + " " +
-                              std::to_string(options_.trigger_threshold_us) + " " +
-                              std::to_string(options_.trigger_window_us);
-  if (write(fd, trigger.c_str(), trigger.size() + 1) < 0) {
-    const int saved = errno;
+  auto arm = [&](int64_t threshold_us, int64_t window_us, std::string* trigger) {
+    *trigger = options_.trigger_kind + " " + std::to_string(threshold_us) + " " +
+               std::to_string(window_us);
+    return write(fd, trigger->c_str(), trigger->size() + 1) < 0 ? errno : 0;
+  };
+  std::string trigger;
+  int error = arm(options_.trigger_threshold_us, options_.trigger_window_us, &trigger);
+  if (error == EINVAL && options_.trigger_window_us % kUnprivilegedWindowUs != 0) {
+    // Without CAP_SYS_RESOURCE (Linux 6.5+) windows must be multiples of 2 s: keep the stalled
+    // share of the window and retry with the next such window.
+    const int64_t window_us =
+        (options_.trigger_window_us / kUnprivilegedWindowUs + 1) * kUnprivilegedWindowUs;
+    const int64_t threshold_us = options_.trigger_threshold_us * window_us /
+                                 std::max<int64_t>(options_.trigger_window_us, 1);
+    std::string retry;
+    if (arm(threshold_us, window_us, &retry) == 0) {
+      Log(LogLevel::kInfo, "psi",
+          "PSI trigger '{}' refused without CAP_SYS_RESOURCE; armed '{}' on {} instead", trigger,
+          retry, path);
+      error = 0;
+    }
+  }
+  if (error != 0) {
     close(fd);
-    return ErrnoError(saved, "writing trigger '" + trigger + "' to " + path);
+    return ErrnoError(error, "writing trigger '" + trigger + "' to " + path);
   }
   resource.trigger_fd = fd;
   resource.armed.store(true);

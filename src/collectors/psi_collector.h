@@ -12,9 +12,11 @@
 // Triggers: Init() writes "<kind> <threshold_us> <window_us>" to each pressure file opened
 // O_RDWR|O_NONBLOCK and a dedicated thread (owned by the collector, joined by its destructor)
 // poll()s them for POLLPRI. Each notification is counted and its wall-clock time kept in a ring
-// of the last kMaxRecentEvents, readable from any thread with RecentStallEvents(). Where the
-// kernel refuses a trigger (EPERM without CAP_SYS_RESOURCE on kernels < 6.5, a read-only /proc in
-// a container, a file that is not on procfs such as a test fixture), Init() logs the reason once,
+// of the last kMaxRecentEvents, readable from any thread with RecentStallEvents(). Without
+// CAP_SYS_RESOURCE, Linux 6.5+ accepts only windows of whole 2 s multiples: the window is then
+// widened to the next one, keeping the threshold's share of it, and that is logged. Where the
+// kernel refuses a trigger (EPERM without CAP_SYS_RESOURCE before 6.5, a read-only /proc in a
+// container, a file that is not on procfs such as a test fixture), Init() logs the reason once,
 // trigger_active stays 0 and the resource is only sampled.
 //
 // Errors: Init() returns FAILED_PRECONDITION when no pressure file can be read (kernel without

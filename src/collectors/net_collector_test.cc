@@ -1,0 +1,119 @@
+#include "src/collectors/net_collector.h"
+
+#include <gtest/gtest.h>
+
+#include "src/base/clock.h"
+#include "src/collectors/collector_test_util.h"
+
+namespace titan {
+namespace {
+
+using testing::kSecond;
+using testing::kT0;
+using testing::ScratchRoots;
+using testing::TestContext;
+
+constexpr char kHeader[] =
+    "Inter-|   Receive                                                |  Transmit\n"
+    " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs "
+    "drop fifo colls carrier compressed\n";
+
+std::string NetDev(uint64_t eth_rx_bytes, uint64_t eth_tx_bytes) {
+  return std::string(kHeader) +
+         "    lo:    3267      29    0    0    0     0          0         0     3267      29    0 "
+         "   0    0     0       0          0\n" +
+         "  eth0: " + std::to_string(eth_rx_bytes) + " 1982 1 2 0 0 0 0 " +
+         std::to_string(eth_tx_bytes) + " 1043 3 4 0 0 0 0\n";
+}
+
+TEST(ParseNetDevTest, RecordedFile) {
+  std::vector<NetDevStats> stats;
+  ASSERT_TRUE(
+      ParseNetDev(testing::ReadFileOrDie(testing::FixturePath("proc/snap1/net/dev")), &stats).ok());
+  ASSERT_EQ(stats.size(), 4u);
+  EXPECT_EQ(stats[0].name, "lo");
+  EXPECT_EQ(stats[3].name, "eth0");
+  EXPECT_EQ(stats[3].value[NetDevStats::kRxBytes], 104589731u);
+  EXPECT_EQ(stats[3].value[NetDevStats::kRxPackets], 1982u);
+  EXPECT_EQ(stats[3].value[NetDevStats::kTxBytes], 81120u);
+  EXPECT_EQ(stats[3].value[NetDevStats::kTxPackets], 1043u);
+}
+
+TEST(ParseNetDevTest, OldFormatExtraColumnsAndBadLines) {
+  std::vector<NetDevStats> stats;
+  // Kernels before 2.6.x printed "eth0:123" without a space; newer ones may add columns.
+  ASSERT_TRUE(ParseNetDev("eth0:1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18\n", &stats).ok());
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].value[NetDevStats::kRxBytes], 1u);
+  EXPECT_EQ(stats[0].value[NetDevStats::kTxDrops], 12u);
+  EXPECT_EQ(ParseNetDev("eth0: 1 2 3\n", &stats).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseNetDev("eth0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n", &stats).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseNetDev(": 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n", &stats).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(NetCollectorTest, CountersAndThroughput) {
+  ScratchRoots roots;
+  roots.LoadProcSnapshot("snap1");
+  TestContext t(roots.env());
+  NetCollector collector;
+  ASSERT_TRUE(collector.Init(t.ctx()).ok());
+  ASSERT_TRUE(collector.Collect(kT0).ok());
+  EXPECT_DOUBLE_EQ(t.Counter("titan_network_receive_bytes_total{device=\"eth0\"}"), 104589731);
+  EXPECT_EQ(t.registry().Find("titan_network_receive_bytes_total{device=\"lo\"}"), nullptr);
+  testing::WriteFile(roots.proc() / "net/dev", NetDev(104589731 + 5'000'000, 81120 + 250'000));
+  ASSERT_TRUE(collector.Collect(kT0 + kSecond / 2).ok());
+  EXPECT_DOUBLE_EQ(t.Last("titan_network_receive_bytes_per_second{device=\"eth0\"}"), 10'000'000);
+  EXPECT_DOUBLE_EQ(t.Last("titan_network_transmit_bytes_per_second{device=\"eth0\"}"), 500'000);
+  EXPECT_DOUBLE_EQ(t.Counter("titan_network_receive_errors_total{device=\"eth0\"}"), 1);
+  EXPECT_DOUBLE_EQ(t.Counter("titan_network_receive_drops_total{device=\"eth0\"}"), 2);
+  EXPECT_DOUBLE_EQ(t.Counter("titan_network_transmit_errors_total{device=\"eth0\"}"), 3);
+  EXPECT_DOUBLE_EQ(t.Counter("titan_network_transmit_drops_total{device=\"eth0\"}"), 4);
+  EXPECT_DOUBLE_EQ(t.Counter("titan_network_transmit_packets_total{device=\"eth0\"}"), 1043);
+  EXPECT_DOUBLE_EQ(t.Counter("titan_network_receive_bytes_total{device=\"ifb0\"}"), 0);
+  EXPECT_TRUE(t.invalid().empty());
+}
+
+TEST(NetCollectorTest, RecreatedInterfaceCountsOnAndSkipsOneRate) {
+  ScratchRoots roots;
+  testing::WriteFile(roots.proc() / "net/dev", NetDev(1000, 1000));
+  TestContext t(roots.env());
+  NetCollector collector;
+  ASSERT_TRUE(collector.Init(t.ctx()).ok());
+  ASSERT_TRUE(collector.Collect(kT0).ok());
+  testing::WriteFile(roots.proc() / "net/dev", NetDev(100, 100));  // eth0 was re-created
+  ASSERT_TRUE(collector.Collect(kT0 + kSecond).ok());
+  EXPECT_EQ(t.invalid().size(), 1u);
+  EXPECT_EQ(t.Samples("titan_network_receive_bytes_per_second{device=\"eth0\"}"), 0u);
+  EXPECT_DOUBLE_EQ(t.Counter("titan_network_receive_bytes_total{device=\"eth0\"}"), 1100);
+  testing::WriteFile(roots.proc() / "net/dev", NetDev(300, 100));
+  ASSERT_TRUE(collector.Collect(kT0 + 2 * kSecond).ok());
+  EXPECT_DOUBLE_EQ(t.Last("titan_network_receive_bytes_per_second{device=\"eth0\"}"), 200);
+  EXPECT_DOUBLE_EQ(t.Counter("titan_network_receive_bytes_total{device=\"eth0\"}"), 1300);
+}
+
+TEST(NetCollectorTest, LoopbackOnRequest) {
+  ScratchRoots roots;
+  roots.LoadProcSnapshot("snap1");
+  TestContext t(roots.env());
+  NetCollector collector(NetCollectorOptions{.include_loopback = true});
+  ASSERT_TRUE(collector.Init(t.ctx()).ok());
+  ASSERT_TRUE(collector.Collect(kT0).ok());
+  EXPECT_DOUBLE_EQ(t.Counter("titan_network_transmit_bytes_total{device=\"lo\"}"), 3267);
+}
+
+TEST(NetCollectorTest, RealProcValuesInRange) {
+  TestContext t{Env()};
+  NetCollector collector(NetCollectorOptions{.include_loopback = true});
+  ASSERT_TRUE(collector.Init(t.ctx()).ok());
+  ASSERT_TRUE(collector.Collect(WallNowNs()).ok());
+  ASSERT_TRUE(collector.Collect(WallNowNs()).ok());
+  const double rate = t.Last("titan_network_receive_bytes_per_second{device=\"lo\"}");
+  EXPECT_GE(rate, 0);
+  EXPECT_LT(rate, 1e12);
+  EXPECT_GE(t.Counter("titan_network_receive_bytes_total{device=\"lo\"}"), 0);
+}
+
+}  // namespace
+}  // namespace titan
