@@ -1,14 +1,16 @@
-// titan_event_dump SOCKET_PATH: receives titan client events on SOCKET_PATH and prints each as
-// one JSON line on stdout until SIGTERM or SIGINT, then the receiver's counters as one JSON line
-// on stderr. The first stdout line, {"ready":true,...}, is written once the socket is bound, so
-// a test or a person can start senders after reading it. Exit status: 0 after a signal, 1 if
-// the socket cannot be bound (the error on stderr), 2 on bad usage.
+// titan_event_dump [--count-only] SOCKET_PATH: receives titan client events on SOCKET_PATH and
+// prints each as one JSON line on stdout (with --count-only: nothing per event, for benchmarks)
+// until SIGTERM or SIGINT, then the receiver's counters as one JSON line on stderr. The first
+// stdout line, {"ready":true,...}, is written once the socket is bound, so a test or a person can
+// start senders after reading it. Exit status: 0 after a signal, 1 if the socket cannot be bound
+// (the error on stderr), 2 on bad usage.
 //
 // A debugging and testing tool: `titan agent` embeds the same EventReceiver.
 #include <signal.h>
 
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -32,8 +34,9 @@ nlohmann::json ToJson(const titan::wire::ParsedEvent& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2 || argv[1][0] == '-') {
-    std::fprintf(stderr, "usage: %s SOCKET_PATH\n", argv[0]);
+  const bool count_only = argc == 3 && std::string_view(argv[1]) == "--count-only";
+  if (argc != 2 + count_only || argv[argc - 1][0] == '-') {
+    std::fprintf(stderr, "usage: %s [--count-only] SOCKET_PATH\n", argv[0]);
     return 2;
   }
   // Block the stop signals before any thread starts, then wait for them synchronously.
@@ -44,8 +47,9 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   titan::EventReceiverOptions options;
-  options.socket_path = argv[1];
-  options.on_event = [](const titan::wire::ParsedEvent& e) {
+  options.socket_path = argv[argc - 1];
+  options.on_event = [count_only](const titan::wire::ParsedEvent& e) {
+    if (count_only) return;
     std::string line = ToJson(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     line += '\n';
     std::fwrite(line.data(), 1, line.size(), stdout);
