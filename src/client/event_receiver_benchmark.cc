@@ -1,7 +1,9 @@
 // Event path costs:
-//  - BM_ClientStepBegin/{live,agent_down}: one titan::Client call, timed one by one with a
-//    clock pair (p50/p99 ns reported as counters), with a live EventReceiver draining the
-//    socket or with no socket at all. Run with --benchmark_filter and fixed 1e6 iterations.
+//  - BM_ClientStepBegin/{1: live, 0: agent_down, 2: live_paced}: one titan::Client call, timed
+//    one by one with a clock pair (p50/p99 ns reported as counters), with a live EventReceiver
+//    draining the socket, with no socket at all, or live with 50 us between calls (untimed) so
+//    that the receiver is asleep at every call, as it is in a real job where a rank sends a
+//    few events per second: each call then also pays for waking the receiver thread.
 //  - BM_RawSendto: the baseline a user would write by hand: one sendto() of 64 bytes.
 //  - BM_Ingestion: events/s an EventReceiver takes in from one sender that retries refused
 //    events, asserting no loss (every event reaches the callback).
@@ -47,12 +49,20 @@ std::unique_ptr<EventReceiver> StartReceiver(const std::string& path,
   return std::move(receiver).value();
 }
 
-// Times `call` once per iteration and reports p50/p99/max in ns.
+// Times `call` once per iteration and reports p50/p99/max in ns. With `gap_us` > 0, spins that
+// long (untimed) before each call.
 template <typename Call>
-void TimeEachCall(benchmark::State& state, Call call) {
+void TimeEachCall(benchmark::State& state, Call call, int gap_us = 0) {
   std::vector<int64_t> ns;
   ns.reserve(state.max_iterations);
   for (auto _ : state) {
+    if (gap_us > 0) {
+      state.PauseTiming();
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(gap_us);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      state.ResumeTiming();
+    }
     const auto start = std::chrono::steady_clock::now();
     call();
     ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -69,21 +79,26 @@ void TimeEachCall(benchmark::State& state, Call call) {
 }
 
 void BM_ClientStepBegin(benchmark::State& state) {
-  const bool live = state.range(0) == 1;
+  const bool live = state.range(0) >= 1;
+  const bool paced = state.range(0) == 2;
   const std::string path = TempSocketPath();
   std::atomic<uint64_t> received{0};
   std::unique_ptr<EventReceiver> receiver;
   if (live) receiver = StartReceiver(path, &received);
   Client client(path, 0);
   int64_t step = 0;
-  TimeEachCall(state, [&] { benchmark::DoNotOptimize(client.StepBegin(step++)); });
+  TimeEachCall(
+      state, [&] { benchmark::DoNotOptimize(client.StepBegin(step++)); }, paced ? 50 : 0);
   state.counters["dropped_fraction"] =
       static_cast<double>(client.dropped()) / static_cast<double>(client.dropped() + client.sent());
   receiver.reset();
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
-  state.SetLabel(live ? "live receiver" : "agent down (no socket)");
+  state.SetLabel(paced  ? "live receiver, paced 50 us"
+                 : live ? "live receiver, back to back"
+                        : "agent down (no socket)");
 }
 BENCHMARK(BM_ClientStepBegin)->Arg(1)->Arg(0)->Iterations(1'000'000);
+BENCHMARK(BM_ClientStepBegin)->Arg(2)->Iterations(100'000);
 
 void BM_RawSendto(benchmark::State& state) {
   const std::string path = TempSocketPath();
