@@ -2,6 +2,8 @@
 // StragglerScorer's Observe() rate and Scores() cost. Samples: Gaussian noise with a 6-sigma
 // spike every 1000 samples, so the transient path is exercised too. Detectors are called
 // through the Detector interface, as the agent calls them.
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <vector>
@@ -47,6 +49,54 @@ BENCHMARK_CAPTURE(BM_DetectorUpdate, mad, "mad");
 BENCHMARK_CAPTURE(BM_DetectorUpdate, mad_w1024, "mad:window=1024");
 BENCHMARK_CAPTURE(BM_DetectorUpdate, cusum, "cusum");
 BENCHMARK_CAPTURE(BM_DetectorUpdate, periodic, "periodic");
+
+// Baselines a user would otherwise write. The seed document's pseudocode recomputes the mean and
+// std of the last 100 samples for every new sample (np.mean/np.std over step_times[-100:]);
+// here in C++ with no allocation, so the ratio shows the algorithm, not the language.
+void BM_BaselineRecomputeZscore(benchmark::State& state) {
+  constexpr size_t kWindow = 100;
+  const std::vector<double>& samples = Samples();
+  const size_t mask = samples.size() - 1;
+  size_t i = kWindow;
+  int64_t detections = 0;
+  for (auto _ : state) {
+    const double* window = &samples[(i - kWindow) & mask];
+    if ((i & mask) < kWindow) window = &samples[0];
+    double sum = 0, sum_sq = 0;
+    for (size_t j = 0; j < kWindow; ++j) sum += window[j];
+    const double mean = sum / kWindow;
+    for (size_t j = 0; j < kWindow; ++j) sum_sq += (window[j] - mean) * (window[j] - mean);
+    detections += samples[i & mask] > mean + 3 * std::sqrt(sum_sq / kWindow);
+    ++i;
+  }
+  benchmark::DoNotOptimize(detections);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_BaselineRecomputeZscore);
+
+// Rolling median/MAD the obvious way: copy the last 64 samples, nth_element twice.
+void BM_BaselineNthElementMad(benchmark::State& state) {
+  constexpr size_t kWindow = 64;
+  const std::vector<double>& samples = Samples();
+  const size_t mask = samples.size() - 1;
+  std::vector<double> scratch(kWindow);
+  size_t i = kWindow;
+  int64_t detections = 0;
+  for (auto _ : state) {
+    const size_t begin = (i & mask) < kWindow ? 0 : (i & mask) - kWindow;
+    std::copy(samples.begin() + begin, samples.begin() + begin + kWindow, scratch.begin());
+    auto mid = scratch.begin() + kWindow / 2;
+    std::nth_element(scratch.begin(), mid, scratch.end());
+    const double median = *mid;
+    for (double& v : scratch) v = std::fabs(v - median);
+    std::nth_element(scratch.begin(), mid, scratch.end());
+    detections += std::fabs(samples[i & mask] - median) > 3.5 * 1.4826 * *mid;
+    ++i;
+  }
+  benchmark::DoNotOptimize(detections);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_BaselineNthElementMad);
 
 // 8 ranks of one node reporting every step, in rank order.
 void BM_StragglerObserve(benchmark::State& state) {

@@ -39,7 +39,7 @@ void Check(const titan::Detection& d) {
 }
 
 void FuzzStraggler(const uint8_t* data, size_t size) {
-  titan::StragglerOptions options;
+  titan::StragglerScorerOptions options;
   options.window_steps = 8;
   options.max_ranks = 16;
   titan::StragglerScorer scorer(options);

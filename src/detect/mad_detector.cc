@@ -3,7 +3,8 @@
 namespace titan {
 
 MadDetector::MadDetector(const detect::ThresholdOptions& options)
-    : core_(detect::CheckThresholdOptions(options, 3, detect::SortedWindow::kMaxCapacity),
-            detect::SortedWindow(options.window)) {}
+    : ThresholdDetector(
+          "mad", detect::CheckThresholdOptions(options, 3, detect::SortedWindow::kMaxCapacity),
+          detect::SortedWindow(options.window)) {}
 
 }  // namespace titan

@@ -32,7 +32,7 @@ constexpr double kMadToSigma = 1.4826;
 
 }  // namespace
 
-StragglerScorer::StragglerScorer(const StragglerOptions& options) : options_(options) {
+StragglerScorer::StragglerScorer(const StragglerScorerOptions& options) : options_(options) {
   TITAN_CHECK(options.window_steps >= 2 && options.window_steps <= 100'000)
       << "window_steps " << options.window_steps;
   TITAN_CHECK(options.max_ranks >= 1 && options.max_ranks <= 1'000'000)

@@ -32,7 +32,7 @@
 
 namespace titan {
 
-struct StragglerOptions {
+struct StragglerScorerOptions {
   int64_t window_steps = 64;            // steps scored, 2 .. 1e5
   int64_t max_ranks = 4096;             // distinct ranks tracked, 1 .. 1e6
   double k = 3.5;                       // robust z threshold
@@ -53,8 +53,8 @@ class StragglerScorer {
  public:
   static constexpr int64_t kExactPeerRanks = 16;
 
-  // Preconditions (checked): the ranges in StragglerOptions.
-  explicit StragglerScorer(const StragglerOptions& options = {});
+  // Preconditions (checked): the ranges in StragglerScorerOptions.
+  explicit StragglerScorer(const StragglerScorerOptions& options = {});
 
   // Records that `rank` took `duration_ns` for `step`. INVALID_ARGUMENT for a negative rank, step
   // or duration; RESOURCE_EXHAUSTED for a new rank beyond max_ranks (the report is dropped).
@@ -77,7 +77,7 @@ class StragglerScorer {
     std::vector<Slot> slots;  // window_steps slots, indexed by step % window_steps
   };
 
-  StragglerOptions options_;
+  StragglerScorerOptions options_;
   std::unordered_map<int64_t, int32_t> index_;  // rank -> position in ranks_
   std::vector<RankState> ranks_;
   int64_t max_step_ = -1;

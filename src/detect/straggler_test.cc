@@ -30,7 +30,8 @@ std::vector<Report> Job(int ranks, int steps, int slow_rank, double slowdown, ui
   return reports;
 }
 
-std::vector<RankScore> Score(const std::vector<Report>& reports, StragglerOptions options = {}) {
+std::vector<RankScore> Score(const std::vector<Report>& reports,
+                             StragglerScorerOptions options = {}) {
   StragglerScorer scorer(options);
   for (const Report& r : reports) EXPECT_TRUE(scorer.Observe(r.rank, r.step, r.duration_ns).ok());
   return scorer.Scores();
@@ -109,7 +110,7 @@ TEST(StragglerScorerTest, ManyRanksUsePooledScale) {
 }
 
 TEST(StragglerScorerTest, BoundedMemoryAndInputErrors) {
-  StragglerOptions options;
+  StragglerScorerOptions options;
   options.max_ranks = 4;
   options.window_steps = 8;
   StragglerScorer scorer(options);

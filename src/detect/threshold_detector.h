@@ -1,4 +1,5 @@
-// ThresholdDetector<Stats>: the streaming logic shared by the zscore and mad detectors.
+// ThresholdDetector<Stats>: the Detector shared by zscore (Stats = RollingMeanStd) and mad
+// (Stats = SortedWindow); those classes only choose the statistics and check the options.
 //
 // Each usable sample is judged against the window statistics *before* it: score = (value -
 // baseline) / scale, scale floored (see FlooredScale). |score| > k on a watched side makes the
@@ -35,12 +36,15 @@ const ThresholdOptions& CheckThresholdOptions(const ThresholdOptions& options, i
                                               int64_t max_window);
 
 template <typename Stats>
-class ThresholdDetector {
+class ThresholdDetector : public Detector {
  public:
-  ThresholdDetector(const ThresholdOptions& options, Stats stats)
-      : options_(options), stats_(std::move(stats)) {}
+  // `name` must be a static string (it ends up in Detection::detector).
+  ThresholdDetector(const char* name, const ThresholdOptions& options, Stats stats)
+      : name_(name), options_(options), stats_(std::move(stats)) {}
 
-  bool Update(const char* name, int64_t time_ns, double value, Detection* out) {
+  std::string_view name() const final { return name_; }
+
+  bool Update(int64_t time_ns, double value, Detection* out) final {
     if (!IsUsableSample(value)) return false;
     const int64_t index = index_++;
     if (stats_.size() < options_.min_samples) {
@@ -53,10 +57,10 @@ class ThresholdDetector {
     const int sign = Classify(score, options_.k, options_.direction);
     if (sign == 0) {
       stats_.Add(value);
-      return transient_.active() && Report(name, out);
+      return transient_.active() && Report(out);
     }
     if (transient_.active() && transient_.sign() != sign) {
-      Report(name, out);
+      Report(out);
       transient_.Begin(index, time_ns, value, baseline, score, sign);
       return true;
     }
@@ -67,7 +71,7 @@ class ThresholdDetector {
     }
     if (transient_.samples() < options_.max_duration) return false;
     stats_.Clear();
-    return Report(name, out);
+    return Report(out);
   }
 
   // Index (0-based count of usable samples) of the first sample of the last reported transient.
@@ -75,12 +79,13 @@ class ThresholdDetector {
   const Stats& stats() const { return stats_; }
 
  private:
-  bool Report(const char* name, Detection* out) {
+  bool Report(Detection* out) {
     reported_start_index_ = transient_.start_index();
-    transient_.Finish(name, out);
+    transient_.Finish(name_, out);
     return true;
   }
 
+  const char* name_;
   ThresholdOptions options_;
   Stats stats_;
   Transient transient_;

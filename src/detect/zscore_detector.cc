@@ -3,7 +3,7 @@
 namespace titan {
 
 ZscoreDetector::ZscoreDetector(const detect::ThresholdOptions& options)
-    : core_(detect::CheckThresholdOptions(options, 2, int64_t{1} << 40),
-            detect::RollingMeanStd(options.window)) {}
+    : ThresholdDetector("zscore", detect::CheckThresholdOptions(options, 2, int64_t{1} << 40),
+                        detect::RollingMeanStd(options.window)) {}
 
 }  // namespace titan
