@@ -1,6 +1,250 @@
 // Python binding of the checkpoint engine (src/checkpoint/). Owned by the checkpoint module.
+// Thin: tensors cross as Python buffers (numpy views of torch storage, so no copy), errors as
+// exceptions (RuntimeError; FileNotFoundError for NOT_FOUND). The GIL is released while the
+// engine copies, hashes, writes or reads. The Python API is python/titan/checkpoint.py.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#ifdef TITAN_HAVE_CHECKPOINT
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/checkpoint/catalog.h"
+#include "src/checkpoint/reader.h"
+#include "src/checkpoint/writer.h"
+
+namespace py = pybind11;
+
+namespace titan::python {
+namespace {
+
+using namespace titan::checkpoint;
+
+void Throw(const Status& status) {
+  if (status.ok()) return;
+  if (status.code() == StatusCode::kNotFound) {
+    PyErr_SetString(PyExc_FileNotFoundError, status.ToString().c_str());
+    throw py::error_already_set();
+  }
+  throw std::runtime_error(status.ToString());
+}
+
+template <typename T>
+T Unwrap(Result<T> result) {
+  if (!result.ok()) Throw(result.status());
+  return std::move(result).value();
+}
+
+std::shared_ptr<Storage> OpenRoot(const std::string& dir, bool create) {
+  return Unwrap(OpenPosixStorage(dir, create));
+}
+
+DType DTypeOf(const std::string& name) {
+  auto dtype = ParseDType(name);
+  if (!dtype) throw py::value_error("unsupported dtype \"" + name + "\"");
+  return *dtype;
+}
+
+nlohmann::json ParseJsonObject(const std::string& text, const char* what) {
+  nlohmann::json js = nlohmann::json::parse(text, nullptr, false);
+  if (js.is_discarded() || !js.is_object()) {
+    throw py::value_error(std::string(what) + " must be a JSON object");
+  }
+  return js;
+}
+
+// One tensor handed over by Python: (name, dtype, shape, offsets, lengths, replicated, buffer).
+using PyTensor = std::tuple<std::string, std::string, std::vector<int64_t>, std::vector<int64_t>,
+                            std::vector<int64_t>, bool, py::buffer>;
+
+class PyWriter {
+ public:
+  explicit PyWriter(const std::string& dir) : writer_(OpenRoot(dir, true)) {}
+
+  void Save(int64_t step, const std::vector<PyTensor>& tensors, int rank, int world_size,
+            const std::string& save_id, bool async, bool incremental, int keep_last, int keep_every,
+            double commit_timeout_s, uint64_t chunk_bytes, const std::string& items_json,
+            const std::string& layout_json) {
+    std::vector<TensorToSave> to_save;
+    std::vector<py::buffer_info> infos;  // keep the buffer views alive during the call
+    infos.reserve(tensors.size());
+    for (const PyTensor& t : tensors) {
+      infos.push_back(std::get<6>(t).request());
+      const py::buffer_info& info = infos.back();
+      TensorToSave s{std::get<0>(t), DTypeOf(std::get<1>(t)), std::get<2>(t), std::get<3>(t),
+                     std::get<4>(t), std::get<5>(t),          info.ptr};
+      uint64_t want =
+          static_cast<uint64_t>(std::max<int64_t>(NumElements(s.lengths), 0)) * DTypeSize(s.dtype);
+      if (static_cast<uint64_t>(info.size * info.itemsize) != want) {
+        throw py::value_error("tensor \"" + s.name + "\": buffer has " +
+                              std::to_string(info.size * info.itemsize) + " bytes, expected " +
+                              std::to_string(want));
+      }
+      to_save.push_back(std::move(s));
+    }
+    SaveOptions options;
+    options.rank = rank;
+    options.world_size = world_size;
+    options.save_id = save_id;
+    options.async = async;
+    options.incremental = incremental;
+    options.retention = RetentionPolicy{keep_last, keep_every};
+    options.commit_timeout_seconds = commit_timeout_s;
+    options.chunk_bytes = chunk_bytes;
+    options.items = ParseJsonObject(items_json, "items");
+    options.layout = ParseJsonObject(layout_json, "layout");
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = writer_.Save(step, std::move(to_save), std::move(options));
+    }
+    Throw(status);
+  }
+
+  void Wait() {
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = writer_.Wait();
+    }
+    Throw(status);
+  }
+
+  void Seed(const std::string& dir, int64_t step) {
+    auto storage = OpenRoot(dir, false);
+    writer_.SeedIndex(Unwrap(ReadManifest(*storage, step)));
+  }
+
+  py::dict Stats() const {
+    SaveStats s = writer_.last_stats();
+    py::dict d;
+    d["step"] = s.step;
+    d["staged_bytes"] = s.staged_bytes;
+    d["blocking_s"] = s.blocking_ns / 1e9;
+    d["written_bytes"] = s.written_bytes;
+    d["referenced_bytes"] = s.referenced_bytes;
+    d["write_s"] = s.write_ns / 1e9;
+    d["commit_s"] = s.commit_ns / 1e9;
+    d["committed"] = s.committed;
+    return d;
+  }
+
+ private:
+  CheckpointWriter writer_;
+};
+
+class PyReader {
+ public:
+  PyReader(const std::string& dir, int64_t step)
+      : reader_(Unwrap(CheckpointReader::Open(OpenRoot(dir, false), step))) {}
+
+  int64_t step() const { return reader_->manifest().step; }
+  int world_size() const { return reader_->manifest().world_size; }
+  std::string items_json() const { return reader_->manifest().items.dump(); }
+  std::string layout_json() const { return reader_->manifest().layout.dump(); }
+  // This rank's items (rank_items[rank], or rank 0's when the checkpoint had fewer ranks).
+  std::string rank_items_json(int rank) const {
+    const auto& all = reader_->manifest().rank_items;
+    if (all.empty()) return reader_->manifest().items.dump();
+    size_t r = static_cast<size_t>(rank) < all.size() ? static_cast<size_t>(rank) : 0;
+    return all[r].dump();
+  }
+  // {name: (dtype, shape)}
+  py::dict tensors() const {
+    py::dict d;
+    for (const TensorEntry& t : reader_->manifest().tensors) {
+      d[py::str(t.name)] = py::make_tuple(std::string(DTypeName(t.dtype)), t.shape);
+    }
+    return d;
+  }
+
+  void ReadSlice(const std::string& name, const std::vector<int64_t>& offsets,
+                 const std::vector<int64_t>& lengths, py::buffer dst) {
+    py::buffer_info info = dst.request(/*writable=*/true);
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = reader_->ReadSlice(name, offsets, lengths, info.ptr,
+                                  static_cast<size_t>(info.size * info.itemsize));
+    }
+    Throw(status);
+  }
+
+  std::vector<std::string> Verify() {
+    CheckpointReader::VerifyReport report;
+    {
+      py::gil_scoped_release release;
+      report = reader_->VerifyAll();
+    }
+    std::vector<std::string> errors;
+    for (const Status& s : report.errors) errors.push_back(s.ToString());
+    return errors;
+  }
+
+  uint64_t bytes_read() const { return reader_->bytes_read(); }
+
+ private:
+  std::unique_ptr<CheckpointReader> reader_;
+};
+
+}  // namespace
+
+void BindCheckpoint(py::module_& m) {
+  py::module_ c = m.def_submodule("checkpoint", "checkpoint engine (see titan.checkpoint)");
+  py::class_<PyWriter>(c, "Writer")
+      .def(py::init<const std::string&>(), py::arg("dir"))
+      .def("save", &PyWriter::Save, py::arg("step"), py::arg("tensors"), py::arg("rank"),
+           py::arg("world_size"), py::arg("save_id"), py::arg("async_"), py::arg("incremental"),
+           py::arg("keep_last"), py::arg("keep_every"), py::arg("commit_timeout_s"),
+           py::arg("chunk_bytes"), py::arg("items_json"), py::arg("layout_json"))
+      .def("wait", &PyWriter::Wait)
+      .def("seed", &PyWriter::Seed, py::arg("dir"), py::arg("step"))
+      .def("stats", &PyWriter::Stats);
+  py::class_<PyReader>(c, "Reader")
+      .def(py::init<const std::string&, int64_t>(), py::arg("dir"), py::arg("step"))
+      .def_property_readonly("step", &PyReader::step)
+      .def_property_readonly("world_size", &PyReader::world_size)
+      .def("items_json", &PyReader::items_json)
+      .def("layout_json", &PyReader::layout_json)
+      .def("rank_items_json", &PyReader::rank_items_json, py::arg("rank"))
+      .def("tensors", &PyReader::tensors)
+      .def("read_slice", &PyReader::ReadSlice, py::arg("name"), py::arg("offsets"),
+           py::arg("lengths"), py::arg("dst"))
+      .def("verify", &PyReader::Verify)
+      .def("bytes_read", &PyReader::bytes_read);
+  c.def("latest_step", [](const std::string& dir) -> std::optional<int64_t> {
+    auto storage = OpenPosixStorage(dir, false);
+    if (!storage.ok()) return std::nullopt;
+    return Unwrap(LatestStep(**storage));
+  });
+  c.def("list_steps", [](const std::string& dir) -> std::vector<int64_t> {
+    auto storage = OpenPosixStorage(dir, false);
+    if (!storage.ok()) return {};
+    return Unwrap(ListCommittedSteps(**storage));
+  });
+  c.def(
+      "gc",
+      [](const std::string& dir, int keep_last, int keep_every, bool dry_run) {
+        auto storage = OpenRoot(dir, false);
+        GcReport report = Unwrap(CollectGarbage(*storage, {keep_last, keep_every}, dry_run));
+        py::dict d;
+        d["dropped_steps"] = report.dropped_steps;
+        d["removed_files"] = report.removed_files;
+        d["removed_bytes"] = report.removed_bytes;
+        return d;
+      },
+      py::arg("dir"), py::arg("keep_last") = 0, py::arg("keep_every") = 0,
+      py::arg("dry_run") = false);
+}
+
+}  // namespace titan::python
+
+#else  // built without the checkpoint library
 
 namespace titan::python {
 void BindCheckpoint(pybind11::module_& m) {}
 }  // namespace titan::python
+
+#endif

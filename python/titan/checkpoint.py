@@ -53,20 +53,451 @@ process is rank 0 of 1. Commit coordination goes through the file system (each r
 "done" marker with its chunk list; rank 0 merges them into the manifest), so no collective is
 issued from the background thread.
 """
+import atexit
+import base64
+import json
+import math
+import os
+import pickle
+import random
+import secrets
+import warnings
+
+import numpy as np
+import torch
+
+from titan import _titan as _native
+
+__all__ = [
+    "save", "wait", "load", "load_latest", "configure", "latest_step", "list_steps", "verify",
+    "Shard", "RNGState", "rank", "world_size", "last_stats", "CheckpointError",
+]
+
+_ = _native.checkpoint  # fail early if the extension was built without the checkpoint engine
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint could not be saved or loaded (the message says where and why)."""
+
+
+class Shard:
+    """This rank's slice of a larger ("global") tensor, for sharded state (ZeRO, tensor parallel).
+
+    tensor: the local slice, laid out like the global tensor (same number of dimensions);
+    global_shape: the full tensor's shape; offsets: where the slice starts in each dimension.
+    On save the slice is written by this rank; on load the slice is filled in place from
+    whatever slices the checkpoint holds (any world size, any sharding).
+    """
+
+    def __init__(self, tensor, global_shape, offsets):
+        if len(global_shape) != tensor.dim() or len(offsets) != tensor.dim():
+            raise ValueError("Shard: global_shape and offsets need one entry per dimension")
+        self.tensor = tensor
+        self.global_shape = [int(x) for x in global_shape]
+        self.offsets = [int(x) for x in offsets]
+
+    @staticmethod
+    def of(full_shape, rank, world_size, dim=0, dtype=torch.float32):
+        """An empty Shard holding rows [r*n/w, (r+1)*n/w) of `dim` (for loading)."""
+        n = full_shape[dim]
+        begin, end = n * rank // world_size, n * (rank + 1) // world_size
+        shape = list(full_shape)
+        shape[dim] = end - begin
+        offsets = [0] * len(full_shape)
+        offsets[dim] = begin
+        return Shard(torch.empty(shape, dtype=dtype), full_shape, offsets)
+
+
+class RNGState:
+    """Put one in the state (state["rng"] = RNGState()) to save and restore this process's
+    torch (CPU and, if present, CUDA), python `random` and numpy global generators."""
+
+    def state_dict(self):
+        d = {
+            "torch": bytes(torch.get_rng_state().numpy().tobytes()),
+            "python": random.getstate(),
+            "numpy": np.random.get_state(),
+        }
+        if torch.cuda.is_available():
+            d["cuda"] = [bytes(s.numpy().tobytes()) for s in torch.cuda.get_rng_state_all()]
+        return d
+
+    def load_state_dict(self, d):
+        torch.set_rng_state(torch.frombuffer(bytearray(d["torch"]), dtype=torch.uint8))
+        random.setstate(d["python"])
+        np.random.set_state(d["numpy"])
+        if "cuda" in d and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(
+                [torch.frombuffer(bytearray(s), dtype=torch.uint8) for s in d["cuda"]])
+
+
+# ---------------------------------------------------------------- torch.distributed helpers
+
+def _dist():
+    import torch.distributed as dist
+    return dist if dist.is_available() and dist.is_initialized() else None
+
+
+def rank(group=None):
+    dist = _dist()
+    return dist.get_rank(group) if dist else 0
+
+
+def world_size(group=None):
+    dist = _dist()
+    return dist.get_world_size(group) if dist else 1
+
+
+def _broadcast_save_id(group):
+    save_id = secrets.token_hex(6)
+    dist = _dist()
+    if dist and dist.get_world_size(group) > 1:
+        box = [save_id]
+        src = dist.get_global_rank(group, 0) if group is not None else 0
+        dist.broadcast_object_list(box, src=src, group=group)
+        save_id = box[0]
+    return save_id
+
+
+def _all_ok(ok, group):
+    """True iff `ok` on every rank (so that all ranks fall back together)."""
+    dist = _dist()
+    if not dist or dist.get_world_size(group) == 1:
+        return ok
+    flag = torch.tensor([0 if ok else 1], dtype=torch.int32)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=group)
+    return int(flag.item()) == 0
+
+
+# ---------------------------------------------------------------- state flattening
+
+_DTYPES = {
+    torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
+    torch.bfloat16: "bfloat16", torch.int8: "int8", torch.uint8: "uint8", torch.int16: "int16",
+    torch.int32: "int32", torch.int64: "int64", torch.bool: "bool",
+    torch.complex64: "complex64", torch.complex128: "complex128",
+}
+_TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
+
+
+def _byte_view(t):
+    """A uint8 numpy array sharing the memory of contiguous CPU tensor `t` (no copy)."""
+    flat = t.detach().reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.view(torch.uint8)
+    if flat.numel() == 0:
+        return np.zeros(0, dtype=np.uint8)
+    return flat.view(torch.uint8).numpy()
+
+
+def _host(t):
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    return t.contiguous()
+
+
+def _is_json_scalar(v):
+    if v is None or isinstance(v, (bool, int, str)):
+        return True
+    return isinstance(v, float) and math.isfinite(v)
+
+
+class _Flattener:
+    def __init__(self):
+        self.tensors = []  # (name, dtype, shape, offsets, lengths, replicated, buffer)
+        self.keep = []     # host tensors that must stay alive during the native call
+        self.names = set()
+
+    def _name(self, path):
+        name = "/".join(str(p) for p in path) or "_"
+        base, n = name, 1
+        while name in self.names:
+            n += 1
+            name = f"{base}#{n}"
+        self.names.add(name)
+        return name
+
+    def _tensor(self, t, path, shard=None):
+        if t.dtype not in _DTYPES:
+            raise TypeError(f"titan.checkpoint: tensor {'/'.join(map(str, path))} has "
+                            f"unsupported dtype {t.dtype}")
+        host = _host(t)
+        self.keep.append(host)
+        name = self._name(path)
+        shape = list(host.shape)
+        if shard is None:
+            self.tensors.append((name, _DTYPES[t.dtype], shape, [0] * len(shape), shape, True,
+                                 _byte_view(host)))
+            return {"__t__": name}
+        self.tensors.append((name, _DTYPES[t.dtype], shard.global_shape, shard.offsets, shape,
+                             False, _byte_view(host)))
+        return {"__shard__": name}
+
+    def flatten(self, obj, path):
+        if isinstance(obj, torch.Tensor):
+            return self._tensor(obj, path)
+        if isinstance(obj, Shard):
+            return self._tensor(obj.tensor, path, shard=obj)
+        if hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict") and \
+                not isinstance(obj, type):
+            return {"__sd__": self.flatten(obj.state_dict(), path)}
+        if isinstance(obj, dict):
+            return {"__dict__": [[k if _is_json_scalar(k) else {"__pickle__": _pickle(k)},
+                                  self.flatten(v, path + [k])] for k, v in obj.items()]}
+        if isinstance(obj, (list, tuple)) and not _plain(obj):
+            kind = "__list__" if isinstance(obj, list) else "__tuple__"
+            return {kind: [self.flatten(v, path + [i]) for i, v in enumerate(obj)]}
+        if _is_json_scalar(obj):
+            return {"__v__": obj}
+        if isinstance(obj, list) and _plain(obj):
+            return {"__v__": obj}
+        return {"__pickle__": _pickle(obj)}
+
+
+def _plain(seq):
+    return isinstance(seq, list) and all(_is_json_scalar(v) for v in seq)
+
+
+def _pickle(obj):
+    return base64.b64encode(pickle.dumps(obj, protocol=4)).decode("ascii")
+
+
+def _unpickle(text):
+    return pickle.loads(base64.b64decode(text))
+
+
+class _Restorer:
+    def __init__(self, reader, where):
+        self.reader = reader
+        self.where = where
+        self.infos = reader.tensors()
+
+    def _read_into(self, name, dst, offsets, lengths):
+        """Reads a slice into tensor `dst` in place (directly into its memory when possible)."""
+        if dst.device.type == "cpu" and dst.is_contiguous():
+            self.reader.read_slice(name, offsets, lengths, _byte_view(dst))
+        else:
+            tmp = torch.empty(list(dst.shape), dtype=dst.dtype)
+            self.reader.read_slice(name, offsets, lengths, _byte_view(tmp))
+            with torch.no_grad():
+                dst.copy_(tmp)
+
+    def tensor(self, name, current):
+        dtype, shape = self.infos[name]
+        if isinstance(current, Shard):
+            if _DTYPES.get(current.tensor.dtype) != dtype or current.global_shape != list(shape):
+                raise CheckpointError(
+                    f"{self.where}: tensor {name} is {dtype}{list(shape)} but the Shard asks "
+                    f"for {current.tensor.dtype}{current.global_shape}")
+            self._read_into(name, current.tensor, current.offsets, list(current.tensor.shape))
+            return current
+        if isinstance(current, torch.Tensor) and list(current.shape) == list(shape) and \
+                _DTYPES.get(current.dtype) == dtype:
+            self._read_into(name, current, [0] * len(shape), list(shape))
+            return current
+        fresh = torch.empty(list(shape), dtype=_TORCH_DTYPES[dtype])
+        self._read_into(name, fresh, [0] * len(shape), list(shape))
+        return fresh
+
+    def build(self, skel, current):
+        if "__t__" in skel:
+            return self.tensor(skel["__t__"], current)
+        if "__shard__" in skel:
+            return self.tensor(skel["__shard__"], current)
+        if "__v__" in skel:
+            return skel["__v__"]
+        if "__pickle__" in skel:
+            return _unpickle(skel["__pickle__"])
+        if "__sd__" in skel:
+            if current is not None and hasattr(current, "load_state_dict"):
+                current.load_state_dict(self.build(skel["__sd__"], current.state_dict()))
+                return current
+            return self.build(skel["__sd__"], None)
+        if "__dict__" in skel:
+            out = {}
+            for key, sub in skel["__dict__"]:
+                if isinstance(key, dict):
+                    key = _unpickle(key["__pickle__"])
+                cur = current.get(key) if isinstance(current, dict) else None
+                out[key] = self.build(sub, cur)
+            return out
+        for kind, ctor in (("__list__", list), ("__tuple__", tuple)):
+            if kind in skel:
+                cur = current if isinstance(current, (list, tuple)) and \
+                    len(current) == len(skel[kind]) else [None] * len(skel[kind])
+                return ctor(self.build(s, c) for s, c in zip(skel[kind], cur))
+        raise CheckpointError(f"{self.where}: unknown entry in the saved state: {list(skel)}")
+
+
+# ---------------------------------------------------------------- module state
+
+_defaults = {}
+_default_dir = None
+_writers = {}
+_last_writer = None
+
+
+def configure(dir=None, **save_defaults):
+    """Sets the default directory and default keyword arguments of save()."""
+    global _default_dir
+    if dir is not None:
+        _default_dir = os.fspath(dir)
+    _defaults.update(save_defaults)
+
+
+def _writer(dir):
+    dir = os.path.abspath(os.fspath(dir))
+    if dir not in _writers:
+        _writers[dir] = _native.checkpoint.Writer(dir)
+    return _writers[dir]
+
+
+def _resolve_dir(dir):
+    dir = dir or _default_dir or os.environ.get("TITAN_CHECKPOINT_DIR")
+    if not dir:
+        raise ValueError("titan.checkpoint.save: no directory: pass dir=, call configure(dir=) "
+                         "or set TITAN_CHECKPOINT_DIR")
+    return os.fspath(dir)
+
+
+def _native_error(e):
+    if isinstance(e, CheckpointError):
+        return e
+    return CheckpointError(str(e))
+
+
+def _client_event(name, *args, **kwargs):
+    try:
+        from titan import client
+        getattr(client, name)(*args, **kwargs)
+    except Exception:  # the agent is optional; events never break a save
+        pass
 
 
 def save(state, step, async_=True, *, dir=None, keep_last=None, keep_every=None,
-         incremental=True, group=None, layout=None, commit_timeout_s=1800.0):
-    raise NotImplementedError("titan.checkpoint.save: implementation in progress")
+         incremental=True, group=None, layout=None, commit_timeout_s=1800.0,
+         chunk_bytes=8 << 20, metadata=None):
+    global _last_writer
+    opts = dict(_defaults)
+    keep_last = keep_last if keep_last is not None else opts.get("keep_last", 0)
+    keep_every = keep_every if keep_every is not None else opts.get("keep_every", 0)
+    dir = _resolve_dir(dir)
+    if not isinstance(state, dict):
+        raise TypeError("titan.checkpoint.save: state must be a dict")
+    r, w = rank(group), world_size(group)
+    save_id = _broadcast_save_id(group)
+    flat = _Flattener()
+    skeleton = {str(k): flat.flatten(v, [k]) for k, v in state.items()}
+    items = {"step": int(step), "skeleton": skeleton}
+    if metadata is not None:
+        items["metadata"] = metadata
+    if layout is None:
+        layout = {"world_size": w}
+    writer = _writer(dir)
+    _client_event("checkpoint_begin", int(step))
+    try:
+        writer.save(int(step), flat.tensors, r, w, save_id, bool(async_), bool(incremental),
+                    int(keep_last or 0), int(keep_every or 0), float(commit_timeout_s),
+                    int(chunk_bytes), json.dumps(items), json.dumps(layout))
+    except RuntimeError as e:
+        raise _native_error(e) from None
+    _last_writer = writer
+    if not async_:
+        _client_event("checkpoint_end", int(step))
 
 
 def wait():
-    raise NotImplementedError("titan.checkpoint.wait: implementation in progress")
+    errors = []
+    for writer in _writers.values():
+        try:
+            writer.wait()
+        except RuntimeError as e:
+            errors.append(str(e))
+    if errors:
+        raise CheckpointError("; ".join(errors))
 
 
-def load_latest(dir, state, *, fallback=True, group=None):
-    raise NotImplementedError("titan.checkpoint.load_latest: implementation in progress")
+def last_stats():
+    """Statistics of this process's last save (after wait()): bytes staged/written/referenced,
+    blocking_s (time save() held the caller), write_s, commit_s."""
+    return _last_writer.stats() if _last_writer is not None else None
+
+
+atexit.register(lambda: [w.wait() for w in _writers.values()])
+
+
+def latest_step(dir):
+    return _native.checkpoint.latest_step(os.fspath(dir))
+
+
+def list_steps(dir):
+    return list(_native.checkpoint.list_steps(os.fspath(dir)))
+
+
+def _split(path):
+    path = os.path.abspath(os.fspath(path)).rstrip("/")
+    root, name = os.path.split(path)
+    if not name.startswith("step_") or not name[5:].isdigit():
+        raise ValueError(f"{path} is not a checkpoint directory (DIR/step_NNNNNNNNNN)")
+    return root, int(name[5:])
+
+
+def _load_step(root, step, state, group):
+    global _default_dir
+    where = f"checkpoint {root}/step_{step:010d}"
+    reader = _native.checkpoint.Reader(root, step)
+    items = json.loads(reader.rank_items_json(rank(group)))
+    skeleton = items.get("skeleton", {})
+    missing = [k for k in state if str(k) not in skeleton]
+    if missing:
+        raise CheckpointError(f"{where} has no entry for {missing}; it holds {list(skeleton)}")
+    restorer = _Restorer(reader, where)
+    for key in list(state):
+        value = restorer.build(skeleton[str(key)], state[key])
+        if value is not state[key]:
+            state[key] = value
+    _writer(root).seed(root, step)  # the next save can reference these chunks
+    if _default_dir is None:
+        _default_dir = root
+    return reader.step
 
 
 def load(path, state, *, group=None):
-    raise NotImplementedError("titan.checkpoint.load: implementation in progress")
+    root, step = _split(path)
+    try:
+        return _load_step(root, step, state, group)
+    except (RuntimeError, FileNotFoundError) as e:
+        raise _native_error(e) from None
+
+
+def load_latest(dir, state, *, fallback=True, group=None):
+    root = os.path.abspath(os.fspath(dir))
+    latest = _native.checkpoint.latest_step(root)
+    if latest is None:
+        return None
+    steps = [s for s in reversed(list_steps(root)) if s <= latest]
+    for i, step in enumerate(steps):
+        error = None
+        try:
+            _load_step(root, step, state, group)
+        except (RuntimeError, FileNotFoundError, KeyError, ValueError) as e:
+            error = e
+        if _all_ok(error is None, group):
+            return step
+        what = str(error) if error else "another rank failed to load it"
+        if not fallback or i == len(steps) - 1:
+            raise CheckpointError(f"loading checkpoint step {step} from {root} failed: {what}")
+        warnings.warn(f"titan.checkpoint: step {step} in {root} is unusable ({what}); "
+                      f"falling back to step {steps[i + 1]}")
+    return None
+
+
+def verify(path):
+    """Reads every chunk of checkpoint `path` and checks its checksum; returns the error
+    messages (empty when intact)."""
+    root, step = _split(path)
+    try:
+        return list(_native.checkpoint.Reader(root, step).verify())
+    except (RuntimeError, FileNotFoundError) as e:
+        return [str(e)]

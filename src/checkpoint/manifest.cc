@@ -126,7 +126,8 @@ json ManifestToJson(const Manifest& m) {
               {"layout", m.layout},
               {"files", m.files},
               {"tensors", std::move(tensors)},
-              {"items", m.items}};
+              {"items", m.items},
+              {"rank_items", m.rank_items}};
 }
 
 Status ParseShard(const json& js, const TensorEntry& tensor, size_t shard_index, const Manifest& m,
@@ -233,6 +234,15 @@ Status ParseBody(const json& js, const std::string& where, Manifest* m) {
   TITAN_RETURN_IF_ERROR(f.Require("tensors", json::value_t::array, &tensors));
   m->layout = *layout;
   m->items = *items;
+  const json* rank_items;
+  TITAN_RETURN_IF_ERROR(f.Require("rank_items", json::value_t::array, &rank_items));
+  if (rank_items->size() > static_cast<size_t>(world_size)) {
+    return f.Bad("has more rank_items than ranks");
+  }
+  for (const json& item : *rank_items) {
+    if (!item.is_object()) return f.Bad("has a rank_items entry that is not an object");
+    m->rank_items.push_back(item);
+  }
   for (const json& file : *files) {
     if (!file.is_string() || !IsSafeDataPath(file.get_ref<const std::string&>())) {
       return f.Bad(fmt::format(

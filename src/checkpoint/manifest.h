@@ -73,7 +73,10 @@ struct Manifest {
   // Files of earlier checkpoints appear here when an incremental save references their chunks.
   std::vector<std::string> files;
   std::vector<TensorEntry> tensors;
-  nlohmann::json items = nlohmann::json::object();   // non-tensor items, opaque to the engine
+  nlohmann::json items = nlohmann::json::object();  // rank 0's non-tensor items (opaque)
+  // Each rank's non-tensor items (RNG states, data-loader position), by rank; empty in done
+  // markers (a marker's own items are in `items`).
+  std::vector<nlohmann::json> rank_items;
   nlohmann::json layout = nlohmann::json::object();  // parallel layout the job was saved with
 };
 

@@ -274,10 +274,8 @@ Status CheckpointWriter::WriteRankData(int64_t step, const std::vector<Piece>& p
   done->rank = options.rank;
   done->save_id = options.save_id;
   done->created_unix_ns = WallNowNs();
-  if (options.rank == 0) {
-    done->items = options.items;
-    done->layout = options.layout;
-  }
+  done->items = options.items;
+  if (options.rank == 0) done->layout = options.layout;
   std::string data_path = DataFilePath(step, options.rank, options.save_id);
   std::unique_ptr<WritableFile> file;
   std::map<IndexKey, ChunkLocation> new_index;
@@ -345,6 +343,7 @@ Status CheckpointWriter::Commit(int64_t step, const SaveOptions& options) {
         if (done.ok() && done->kind == "rank_done" && done->save_id == options.save_id &&
             done->step == step && done->rank == rank && done->world_size == options.world_size) {
           TITAN_RETURN_IF_ERROR(MergeDone(*done, &merged));
+          merged.rank_items.push_back(done->items);
           break;
         }
         // A marker of an earlier, interrupted attempt at this step: wait for the new one.

@@ -54,9 +54,10 @@ struct SaveOptions {
   bool async = true;
   bool incremental = true;
   RetentionPolicy retention;
-  double commit_timeout_seconds = 1800;              // rank 0: how long to wait for the other ranks
-  uint64_t chunk_bytes = uint64_t{8} << 20;          // checksum / dedup granularity
-  nlohmann::json items = nlohmann::json::object();   // rank 0's are recorded
+  double commit_timeout_seconds = 1800;      // rank 0: how long to wait for the other ranks
+  uint64_t chunk_bytes = uint64_t{8} << 20;  // checksum / dedup granularity
+  // This rank's non-tensor items: rank 0's become Manifest::items, every rank's rank_items[r].
+  nlohmann::json items = nlohmann::json::object();
   nlohmann::json layout = nlohmann::json::object();  // rank 0's are recorded
 };
 
