@@ -69,7 +69,6 @@ class NetCollector : public Collector {
   std::vector<NetDevStats> parsed_;
   struct Table;
   std::unique_ptr<Table> table_;
-  int64_t last_ns_ = 0;
 };
 
 std::unique_ptr<Collector> MakeNetCollector();
