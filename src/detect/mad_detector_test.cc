@@ -24,7 +24,7 @@ double BruteMedian(std::vector<double> v) {
 }
 
 TEST(SortedWindowTest, MedianAndMadMatchBruteForce) {
-  for (int64_t capacity : {3, 4, 7, 64}) {
+  for (int64_t capacity : {3, 4, 7, 64, 129, 300}) {  // counting and binary-search paths
     detect::SortedWindow window(capacity);
     std::deque<double> kept;
     std::mt19937_64 rng(static_cast<uint64_t>(capacity));

@@ -35,6 +35,9 @@ class SortedWindow {
  private:
   // k-th (0-based) smallest absolute deviation from `median`; k < size().
   double KthDeviation(double median, int64_t k) const;
+  // The k-th deviation given the number of runs sorted[i .. i+k] whose two ends sum below
+  // 2 * median (see KthDeviation).
+  double DeviationAtCrossing(double median, int64_t k, int64_t crossing) const;
 
   int64_t capacity_;
   std::unique_ptr<double[]> ring_;
