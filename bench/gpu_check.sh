@@ -109,6 +109,23 @@ check "no rejected reading when idle ($(awk '$1=="INVALID"{print $2}' "$OUT/idle
   [ "$(awk '$1=="INVALID"{print $2}' "$OUT/idle.txt")" = 0 ]
 idle_power=$(field "$OUT/idle.txt" titan_gpu_power_watts 0 max)
 
+# Side by side: one titan Collect() of every GPU against one nvidia-smi query of the same fields
+# (what a user would otherwise run in a loop).
+collect_us=$(awk '$1 == "COLLECT_US" { sub("mean=", "", $2); print $2 }' "$OUT/idle.txt")
+if command -v nvidia-smi > /dev/null; then
+  smi_start=$(date +%s%N)
+  for _ in 1 2 3 4 5; do
+    nvidia-smi --query-gpu=index,uuid,utilization.gpu,utilization.memory,memory.used,power.draw,clocks.sm,clocks.mem,temperature.gpu,clocks_event_reasons.active \
+      --format=csv,noheader > /dev/null 2>&1 ||
+    nvidia-smi --query-gpu=index,uuid,utilization.gpu,utilization.memory,memory.used,power.draw,clocks.sm,clocks.mem,temperature.gpu \
+      --format=csv,noheader > /dev/null 2>&1
+  done
+  smi_us=$((($(date +%s%N) - smi_start) / 5000))
+  echo "TIMING titan Collect() of all $gpus GPUs: ${collect_us} us; nvidia-smi --query-gpu (same fields): ${smi_us} us; ratio $(awk -v a="$smi_us" -v b="$collect_us" 'BEGIN { if (b > 0) printf "%.0fx", a / b; else print "n/a" }')"
+else
+  echo "TIMING titan Collect() of all $gpus GPUs: ${collect_us} us (no nvidia-smi to compare)"
+fi
+
 # ---- 3. Load.
 have_torch=0
 if command -v python3 > /dev/null &&

@@ -4,9 +4,11 @@
 //   nvml_probe [--samples N] [--interval-ms MS] [--library PATH]
 //
 // Prints one line per sample and GPU with the latest gauge values, then one `SERIES` line per
-// series (gauges: recorder points, min, max, last; counters: increase over the run and total)
-// and `INVALID <count>` (readings the collector rejected). Exit codes: 0 ok, 1 Collect() errors,
+// series (gauges: recorder points, min, max, last; counters: increase over the run and total),
+// `COLLECT_US mean= max=` (time of one Collect() over all GPUs) and `INVALID <count>` (readings
+// the collector rejected). Exit codes: 0 ok, 1 Collect() errors,
 // 2 bad usage, 3 no NVML / no GPU (Init failed; the reason is printed).
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -60,11 +62,18 @@ int main(int argc, char** argv) {
     return 3;
   }
   int errors = 0;
+  int64_t collect_total_ns = 0;
+  int64_t collect_max_ns = 0;
   const int64_t start_ns = titan::WallNowNs();
   int64_t deadline = titan::MonoNowNs();
   for (int n = 0; n < samples; ++n) {
     const int64_t now_ns = titan::WallNowNs();
-    if (titan::Status status = collector->Collect(now_ns); !status.ok()) {
+    const int64_t collect_start_ns = titan::MonoNowNs();
+    const titan::Status status = collector->Collect(now_ns);
+    const int64_t collect_ns = titan::MonoNowNs() - collect_start_ns;
+    collect_total_ns += collect_ns;
+    collect_max_ns = std::max(collect_max_ns, collect_ns);
+    if (!status.ok()) {
       ++errors;
       std::printf("COLLECT_ERROR %s\n", status.ToString().c_str());
     }
@@ -103,6 +112,9 @@ int main(int argc, char** argv) {
                   series->Key().c_str(), points.size(), stats.min, stats.max, stats.last);
     }
   }
+  std::printf("COLLECT_US mean=%.1f max=%.1f (all GPUs, one Collect)\n",
+              static_cast<double>(collect_total_ns) / samples / 1e3,
+              static_cast<double>(collect_max_ns) / 1e3);
   std::printf("COLLECTS %d\nINVALID %llu\nERRORS %d\n", samples,
               static_cast<unsigned long long>(invalid.load()), errors);
   return errors > 0 ? 1 : 0;
