@@ -24,6 +24,8 @@ namespace {
 constexpr int kBatchSize = 64;
 constexpr int64_t kRejectLogIntervalNs = 10 * kNsPerSecond;
 constexpr std::string_view kComponent = "events";
+// Below this kernel queue length the receiver sleeps on the socket (see drain_interval_ns).
+constexpr int kMinQueueForTimedDrain = 256;
 
 // A Unix socket address for `path`, or INVALID_ARGUMENT if it does not fit.
 Result<sockaddr_un> SocketAddress(const std::string& path) {
@@ -143,11 +145,15 @@ Status EventReceiver::Bind() {
           std::strerror(errno));
     }
   }
-  if (max_dgram_qlen_ >= 0 && max_dgram_qlen_ < 128) {
+  if (options_.drain_interval_ns == EventReceiverOptions::kAutoDrainInterval) {
+    options_.drain_interval_ns = max_dgram_qlen_ >= kMinQueueForTimedDrain ? kNsPerMs : 0;
+  }
+  if (max_dgram_qlen_ >= 0 && max_dgram_qlen_ < kMinQueueForTimedDrain) {
     Log(LogLevel::kWarning, kComponent,
         "net.unix.max_dgram_qlen is {}: a burst of more than {} events (e.g. all ranks of a "
         "node ending a step together) can be dropped while the agent is not scheduled; raise it "
-        "with `sysctl -w net.unix.max_dgram_qlen=512` before starting the agent",
+        "with `sysctl -w net.unix.max_dgram_qlen=512` before starting the agent (which also lets "
+        "the receiver drain every 1 ms instead of being woken by each event's sender)",
         max_dgram_qlen_, max_dgram_qlen_);
   }
   return OkStatus();
@@ -178,16 +184,21 @@ void EventReceiver::Stop() {
 
 void EventReceiver::Run() {
   auto batch = std::make_unique<Batch>();
-  pollfd fds[2] = {{socket_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  // With a drain interval, only the wake-up eventfd is polled (with a timeout): senders then
+  // find no sleeper on the socket and skip the wake-up.
+  const bool timed = options_.drain_interval_ns > 0;
+  pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {socket_fd_, POLLIN, 0}};
+  const timespec interval = {static_cast<time_t>(options_.drain_interval_ns / kNsPerSecond),
+                             static_cast<long>(options_.drain_interval_ns % kNsPerSecond)};
   while (true) {
     Drain(batch.get());
-    if (poll(fds, 2, -1) < 0 && errno != EINTR) {
+    if (ppoll(fds, timed ? 1 : 2, timed ? &interval : nullptr, nullptr) < 0 && errno != EINTR) {
       receive_errors_.fetch_add(1, std::memory_order_relaxed);
       Log(LogLevel::kError, kComponent, "poll on event socket {}: {}", options_.socket_path,
           std::strerror(errno));
       return;
     }
-    if (fds[1].revents & POLLIN) {
+    if (fds[0].revents & POLLIN) {
       Drain(batch.get());  // deliver what was queued before Stop()
       return;
     }

@@ -41,6 +41,15 @@ struct EventReceiverOptions {
   // Ask the kernel for the sender's pid and uid with each datagram (SO_PASSCRED).
   bool pass_credentials = true;
   unsigned socket_mode = 0666;
+  // How the thread waits for datagrams:
+  //  0: it sleeps on the socket; each event that finds it asleep also pays, inside the sender's
+  //     sendto(), for waking it (a cross-CPU wake-up, and possibly preemption of the sender).
+  //  > 0: it never sleeps on the socket but drains it every drain_interval_ns, so senders never
+  //     wake it: cheaper calls, at most this much delivery delay, and a burst of more than
+  //     net.unix.max_dgram_qlen events within one interval is dropped.
+  //  kAutoDrainInterval: 1 ms when max_dgram_qlen >= 256 (a systemd host: 512), else 0.
+  static constexpr int64_t kAutoDrainInterval = -1;
+  int64_t drain_interval_ns = kAutoDrainInterval;
 };
 
 // A snapshot of the counters (monotonic since Start()).
@@ -80,6 +89,8 @@ class EventReceiver {
   int receive_buffer_bytes() const { return granted_rcvbuf_bytes_; }
   // net.unix.max_dgram_qlen when this socket was made (-1 if unreadable).
   int max_datagram_queue() const { return max_dgram_qlen_; }
+  // The drain interval in effect (options resolved; 0: sleeps on the socket).
+  int64_t drain_interval_ns() const { return options_.drain_interval_ns; }
 
  private:
   explicit EventReceiver(EventReceiverOptions options);

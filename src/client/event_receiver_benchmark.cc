@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include "src/base/check.h"
 #include "src/base/clock.h"
@@ -38,9 +39,11 @@ std::string TempSocketPath() {
 }
 
 std::unique_ptr<EventReceiver> StartReceiver(const std::string& path,
-                                             std::atomic<uint64_t>* received) {
+                                             std::atomic<uint64_t>* received,
+                                             int64_t drain_interval_ns = 0) {
   EventReceiverOptions options;
   options.socket_path = path;
+  options.drain_interval_ns = drain_interval_ns;
   options.on_event = [received](const wire::ParsedEvent&) {
     received->fetch_add(1, std::memory_order_relaxed);
   };
@@ -78,13 +81,16 @@ void TimeEachCall(benchmark::State& state, Call call, int gap_us = 0) {
   state.counters["max_ns"] = at(1.0);
 }
 
+// range(0): 0 agent down, 1 live back to back, 2 live paced (50 us between calls);
+// range(1): the receiver's drain_interval_us (0: it sleeps on the socket).
 void BM_ClientStepBegin(benchmark::State& state) {
   const bool live = state.range(0) >= 1;
   const bool paced = state.range(0) == 2;
+  const int64_t drain_interval_ns = state.range(1) * kNsPerUs;
   const std::string path = TempSocketPath();
   std::atomic<uint64_t> received{0};
   std::unique_ptr<EventReceiver> receiver;
-  if (live) receiver = StartReceiver(path, &received);
+  if (live) receiver = StartReceiver(path, &received, drain_interval_ns);
   Client client(path, 0);
   int64_t step = 0;
   TimeEachCall(
@@ -93,12 +99,17 @@ void BM_ClientStepBegin(benchmark::State& state) {
       static_cast<double>(client.dropped()) / static_cast<double>(client.dropped() + client.sent());
   receiver.reset();
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
-  state.SetLabel(paced  ? "live receiver, paced 50 us"
-                 : live ? "live receiver, back to back"
-                        : "agent down (no socket)");
+  std::string label = !live   ? "agent down (no socket)"
+                      : paced ? "live receiver, one call per 50 us"
+                              : "live receiver, back to back";
+  if (live) {
+    label += drain_interval_ns > 0 ? fmt::format(", receiver drains every {} us", state.range(1))
+                                   : ", receiver sleeps on the socket";
+  }
+  state.SetLabel(label);
 }
-BENCHMARK(BM_ClientStepBegin)->Arg(1)->Arg(0)->Iterations(1'000'000);
-BENCHMARK(BM_ClientStepBegin)->Arg(2)->Iterations(100'000);
+BENCHMARK(BM_ClientStepBegin)->Args({1, 0})->Args({0, 0})->Iterations(1'000'000);
+BENCHMARK(BM_ClientStepBegin)->Args({2, 0})->Args({2, 1000})->Iterations(100'000);
 
 void BM_RawSendto(benchmark::State& state) {
   const std::string path = TempSocketPath();

@@ -53,9 +53,12 @@ class TempDir {
 // A receiver whose callback stores every event.
 class Collector {
  public:
-  Result<std::unique_ptr<EventReceiver>> Start(const std::string& path) {
+  Result<std::unique_ptr<EventReceiver>> Start(
+      const std::string& path,
+      int64_t drain_interval_ns = EventReceiverOptions::kAutoDrainInterval) {
     EventReceiverOptions options;
     options.socket_path = path;
+    options.drain_interval_ns = drain_interval_ns;
     options.on_event = [this](const ParsedEvent& e) {
       std::lock_guard<std::mutex> lock(mu_);
       events_.push_back(e);
@@ -361,6 +364,31 @@ TEST(EventReceiverTest, FloodFromTwoThreadsArrivesWithoutLoss) {
               static_cast<unsigned long long>(client.sent()),
               static_cast<unsigned long long>(client.dropped()));
 }
+
+// Both ways of waiting (sleeping on the socket; draining it every millisecond) deliver every
+// event in order, and Stop() delivers what is already queued before it returns.
+class DrainModeTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(DrainModeTest, DeliversInOrderAndStopFlushesTheQueue) {
+  TempDir dir;
+  Collector collector;
+  auto receiver = collector.Start(dir.File("agent.sock"), GetParam());
+  ASSERT_TRUE(receiver.ok());
+  EXPECT_EQ((*receiver)->drain_interval_ns(), GetParam());
+  Client client(dir.File("agent.sock"), 0);
+  for (int64_t step = 0; step < 200; ++step) {
+    while (!client.StepEnd(step)) std::this_thread::yield();  // pace on a full kernel queue
+  }
+  collector.WaitFor(200);
+  // Queued but (very likely) not yet read: Stop() must still deliver them.
+  for (int64_t step = 200; step < 205; ++step) EXPECT_TRUE(client.StepEnd(step));
+  (*receiver)->Stop();
+  std::vector<ParsedEvent> events = collector.WaitFor(205);
+  ASSERT_EQ(events.size(), 205u);
+  for (int64_t step = 0; step < 205; ++step) EXPECT_EQ(events[step].step, step);
+}
+
+INSTANTIATE_TEST_SUITE_P(SleepOrTimed, DrainModeTest, ::testing::Values(0, kNsPerMs));
 
 TEST(EventReceiverTest, StaleSocketFileIsReplaced) {
   TempDir dir;
