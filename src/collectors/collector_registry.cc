@@ -7,10 +7,9 @@
 #include "src/collectors/infiniband_collector.h"
 #include "src/collectors/memory_collector.h"
 #include "src/collectors/net_collector.h"
+#include "src/collectors/nvml_collector.h"
 #include "src/collectors/process_collector.h"
 #include "src/collectors/psi_collector.h"
-// NVML: src/collectors/nvml_collector.h (another module owner) declares MakeNvmlCollector().
-// Add its #include here and its entry in kCollectors below once that header exists.
 
 namespace titan {
 namespace {
@@ -32,7 +31,9 @@ constexpr CollectorInfo kCollectors[] = {
      1000 * kMs, &MakeInfinibandCollector},
     {"process", "CPU, RSS and I/O of the registered training processes (/proc/<pid>)", 100 * kMs,
      &MakeProcessCollector},
-    // NVML entry goes here: {"nvml", "...", 100 * kMs, &MakeNvmlCollector},
+    // ---- GPU collectors (src/collectors/nvml_*, owned by the NVML module) ----
+    {"nvml", "NVIDIA GPU utilisation, memory, power, clocks, throttling, ECC/XID (NVML)", 100 * kMs,
+     &MakeNvmlCollector},
 };
 
 }  // namespace
