@@ -1,0 +1,213 @@
+// simdjson On-Demand parsing of event batches. This file alone is compiled with AVX2/BMI/PCLMUL
+// flags (see CMakeLists.txt) so that On-Demand uses its haswell kernel; event_batch.cc calls it
+// only on CPUs that have those instructions. It avoids instantiating shared templates: everything
+// that touches the model goes through out-of-line functions of other files.
+#include <simdjson.h>
+
+#include <string>
+
+#include "src/trace/importers/event_batch.h"
+
+namespace titan::trace::internal {
+namespace {
+
+using simdjson::ondemand::object;
+using simdjson::ondemand::value;
+
+// The key as written (trace keys carry no escapes; an escaped key matches no known name).
+inline std::string_view KeyOf(const simdjson::ondemand::raw_json_string& key) {
+  const char* p = key.raw();
+  const char* q = p;
+  while (*q != '"') ++q;
+  return std::string_view(p, static_cast<size_t>(q - p));
+}
+
+inline std::string_view TrimToken(std::string_view t) {
+  while (!t.empty() &&
+         (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t' ||
+          t.back() == ',' || t.back() == '}' || t.back() == ']')) {
+    t.remove_suffix(1);
+  }
+  return t;
+}
+
+inline int32_t IdOf(value v) {
+  int64_t i;
+  if (!v.get_int64().get(i)) return static_cast<int32_t>(i);
+  std::string_view s;
+  if (!v.get_string().get(s)) {
+    uint32_t h = 2166136261u;  // FNV-1a
+    for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
+    return static_cast<int32_t>(h & 0x7fffffff);
+  }
+  return 0;
+}
+
+Status Malformed(int64_t doc_offset, const char* what, simdjson::error_code error) {
+  return InvalidArgumentError(std::string("malformed JSON in trace events after byte ") +
+                              std::to_string(doc_offset) + " (" + what + ": " +
+                              simdjson::error_message(error) + ")");
+}
+
+void ParseArgs(object args, RankTrace* out, Op* op) {
+  CollectiveArgs coll;
+  bool has_coll = false;
+  for (auto field : args) {
+    simdjson::ondemand::raw_json_string raw_key;
+    if (field.key().get(raw_key)) return;
+    std::string_view key = KeyOf(raw_key);
+    value v = field.value();
+    int64_t i;
+    std::string_view s;
+    switch (key.size()) {
+      case 3:
+        if ((key == "Seq" || key == "seq") && !v.get_int64().get(i)) {
+          coll.seq = i;
+          has_coll = true;
+        }
+        break;
+      case 5:
+        if (key == "dtype" && !v.get_string().get(s)) coll.dtype = InternString(out, s);
+        break;
+      case 6:
+        if (key == "stream" && !v.get_int64().get(i)) op->stream = static_cast<int32_t>(i);
+        break;
+      case 10:
+        if (key == "Group size" && !v.get_int64().get(i)) {
+          coll.group_size = static_cast<int32_t>(i);
+          has_coll = true;
+        }
+        break;
+      case 11:
+        if (key == "correlation" && !v.get_int64().get(i)) op->correlation = i;
+        break;
+      case 13:
+        if (key == "In msg nelems" && !v.get_int64().get(i)) coll.in_nelems = i;
+        break;
+      case 14:
+        if (key == "Out msg nelems" && !v.get_int64().get(i)) coll.out_nelems = i;
+        break;
+      case 15:
+        if (key == "Collective name" && !v.get_string().get(s)) {
+          coll.collective_name = InternString(out, s);
+          has_coll = true;
+        }
+        break;
+      case 18:
+        if (key == "Process Group Name" && !v.get_string().get(s)) {
+          coll.process_group = InternString(out, s);
+          has_coll = true;
+        }
+        break;
+      case 19:
+        if (key == "Process Group Ranks" && !v.get_string().get(s)) {
+          coll.process_group_ranks = InternString(out, s);
+        }
+        break;
+      case 25:
+        if (key == "Process Group Description" && !v.get_string().get(s)) {
+          coll.process_group_desc = InternString(out, s);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  if (has_coll) op->collective = AddCollective(out, coll);
+}
+
+}  // namespace
+
+Status ParseEventBatchOnDemand(const char* json, size_t len, size_t capacity,
+                               const EventParseOptions& options, int64_t doc_offset,
+                               RankTrace* out) {
+  thread_local simdjson::ondemand::parser parser;
+  simdjson::ondemand::document doc;
+  if (auto error = parser.iterate(json, len, capacity).get(doc)) {
+    return Malformed(doc_offset, "batch", error);
+  }
+  simdjson::ondemand::array events;
+  if (auto error = doc.get_array().get(events)) return Malformed(doc_offset, "batch", error);
+  for (auto element : events) {
+    object event;
+    if (auto error = element.get_object().get(event)) {
+      return Malformed(doc_offset, "event is not an object", error);
+    }
+    out->stats.events++;
+    Op op;
+    op.kind = options.default_kind;
+    bool has_cat = false, has_ts = false, has_dur = false, has_name = false;
+    char ph = 0;
+    std::string_view name;
+    for (auto field : event) {
+      simdjson::ondemand::raw_json_string raw_key;
+      if (auto error = field.key().get(raw_key)) return Malformed(doc_offset, "key", error);
+      std::string_view key = KeyOf(raw_key);
+      value v = field.value();
+      if (key.size() > 4) continue;
+      switch (key[0]) {
+        case 'p':
+          if (key == "ph") {
+            std::string_view s;
+            if (auto error = v.get_string().get(s)) return Malformed(doc_offset, "ph", error);
+            ph = s.empty() ? '?' : s[0];
+          }
+          break;
+        case 'c':
+          if (key == "cat") {
+            std::string_view s;
+            if (v.get_string().get(s)) break;
+            op.kind = KindFromCategory(s);
+            has_cat = true;
+          }
+          break;
+        case 'n':
+          if (key == "name") {
+            if (v.get_string().get(name)) {
+              name = {};
+              break;
+            }
+            op.name = InternString(out, name);
+            has_name = true;
+          }
+          break;
+        case 't':
+        case 'd':
+          if (key == "ts" || key == "dur") {
+            std::string_view token = v.raw_json_token();
+            int64_t ns;
+            bool is_float;
+            if (!ParseMicrosToken(TrimToken(token), &ns, &is_float)) {
+              return InvalidArgumentError(std::string("malformed trace event after byte ") +
+                                          std::to_string(doc_offset) + ": \"" + std::string(key) +
+                                          "\" is not a number of microseconds");
+            }
+            if (key[0] == 't') {
+              op.ts_ns = ns;
+              op.ts_is_float = is_float;
+              has_ts = true;
+            } else {
+              op.dur_ns = ns;
+              has_dur = true;
+            }
+          } else if (key == "tid") {
+            op.tid = IdOf(v);
+          }
+          break;
+        case 'a':
+          if (key == "args") {
+            object args;
+            if (!v.get_object().get(args)) ParseArgs(args, out, &op);
+          }
+          break;
+        default:
+          break;
+      }
+    }
+    if (has_name) name = NameOf(out, op.name);
+    FinishEvent(ph, has_cat, has_ts, has_dur, has_name, name, options, op, out);
+  }
+  return OkStatus();
+}
+
+}  // namespace titan::trace::internal

@@ -1,0 +1,387 @@
+#include "src/trace/importers/json_stream.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace titan::trace {
+namespace {
+
+constexpr size_t kInitialBufferBytes = 4 << 20;
+constexpr size_t kBatchBytes = 1 << 20;
+constexpr size_t kMaxValueBytes = size_t{1} << 31;  // one event or member larger than 2 GiB: no
+
+inline bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+inline bool EndsScalar(char c) { return c == ',' || c == '}' || c == ']' || IsSpace(c); }
+
+}  // namespace
+
+Status JsonStream::Error(StatusCode code, uint64_t offset, std::string_view what) const {
+  return Status(code, fmt::format("{}: {} at byte {}", name_, what, offset));
+}
+
+Status JsonStream::Fill() {
+  if (pos_ > 0) {
+    std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+    base_ += pos_;
+    end_ -= pos_;
+    pos_ = 0;
+  }
+  // The last SIMDJSON_PADDING bytes are never filled: simdjson may read past the data.
+  if (buf_.empty()) buf_.resize(kInitialBufferBytes + simdjson::SIMDJSON_PADDING);
+  size_t capacity = buf_.size() - simdjson::SIMDJSON_PADDING;
+  if (end_ >= capacity / 2) {  // mostly one incomplete value: grow
+    if (capacity >= kMaxValueBytes) {
+      return Error(StatusCode::kResourceExhausted, base_,
+                   "a single JSON value is larger than 2 GiB; this is not a profiler trace event");
+    }
+    capacity *= 2;
+    buf_.resize(capacity + simdjson::SIMDJSON_PADDING);
+  }
+  while (end_ < capacity && !eof_) {
+    TITAN_ASSIGN_OR_RETURN(size_t k, source_->Read(buf_.data() + end_, capacity - end_));
+    if (k == 0) eof_ = true;
+    end_ += k;
+  }
+  std::memset(buf_.data() + end_, ' ', simdjson::SIMDJSON_PADDING);
+  return OkStatus();
+}
+
+Result<char> JsonStream::PeekNonSpace() {
+  while (true) {
+    while (pos_ < end_ && IsSpace(buf_[pos_])) ++pos_;
+    if (pos_ < end_) return buf_[pos_];
+    if (eof_) return '\0';
+    TITAN_RETURN_IF_ERROR(Fill());
+  }
+}
+
+size_t JsonStream::ScanString(size_t at) const {
+  const char* b = buf_.data();
+  size_t i = at + 1;
+  while (i < end_) {
+    const void* q = std::memchr(b + i, '"', end_ - i);
+    if (q == nullptr) return 0;
+    size_t k = static_cast<const char*>(q) - b;
+    size_t backslashes = 0;
+    while (k - backslashes > at + 1 && b[k - backslashes - 1] == '\\') ++backslashes;
+    if (backslashes % 2 == 0) return k + 1;
+    i = k + 1;
+  }
+  return 0;
+}
+
+size_t JsonStream::ScanValue(size_t at) const {
+  const char* b = buf_.data();
+  char c = b[at];
+  if (c == '"') return ScanString(at);
+  if (c == '{' || c == '[') {
+    int depth = 0;
+    size_t i = at;
+    while (i < end_) {
+      char ch = b[i];
+      if (ch == '"') {
+        size_t e = ScanString(i);
+        if (e == 0) return 0;
+        i = e;
+        continue;
+      }
+      if (ch == '{' || ch == '[') {
+        ++depth;
+      } else if (ch == '}' || ch == ']') {
+        if (--depth == 0) return i + 1;
+      }
+      ++i;
+    }
+    return 0;
+  }
+  size_t i = at;
+  while (i < end_ && !EndsScalar(b[i])) ++i;
+  if (i == end_ && !eof_) return 0;
+  return i;
+}
+
+Result<size_t> JsonStream::ValueEnd() {
+  while (true) {
+    size_t e = ScanValue(pos_);
+    if (e != 0) return e;
+    if (eof_) {
+      return Error(StatusCode::kDataLoss, base_ + end_,
+                   "the JSON document ends in the middle of a value (truncated file?); "
+                   "re-copy or re-export the trace");
+    }
+    TITAN_RETURN_IF_ERROR(Fill());
+  }
+}
+
+Status JsonStream::LocateMalformedEvent(Status original) {
+  // Find the first event that does not parse on its own, to name its offset.
+  for (size_t i = 0; i < element_begin_.size(); ++i) {
+    size_t e_begin = element_begin_[i];
+    size_t e_end = i + 1 < element_begin_.size() ? element_begin_[i + 1] : batch_end_;
+    if (i + 1 < element_begin_.size()) {  // drop the separating comma
+      while (e_end > e_begin && buf_[e_end - 1] != ',') --e_end;
+      if (e_end > e_begin) --e_end;
+    }
+    std::string one(buf_.data() + e_begin, e_end - e_begin);
+    simdjson::dom::element ignored;
+    if (auto error = parser_.parse(one).get(ignored)) {
+      return Error(StatusCode::kInvalidArgument, base_ + e_begin,
+                   fmt::format("malformed JSON in the trace event starting here ({})",
+                               simdjson::error_message(error)));
+    }
+  }
+  if (original.message().find(name_) == std::string_view::npos) {
+    return original.WithContext(name_);
+  }
+  return original;
+}
+
+Status JsonStream::ParseBatch(const Handler& handler) {
+  size_t begin = element_begin_.front();
+  size_t len = batch_end_ - begin + 2;
+  if (batch_.size() < len + simdjson::SIMDJSON_PADDING) {
+    batch_.resize(len + simdjson::SIMDJSON_PADDING);
+  }
+  batch_[0] = '[';
+  std::memcpy(batch_.data() + 1, buf_.data() + begin, batch_end_ - begin);
+  batch_[len - 1] = ']';
+  std::memset(batch_.data() + len, ' ', simdjson::SIMDJSON_PADDING);
+  if (handler.on_batch) {
+    Status status = handler.on_batch(batch_.data(), len, batch_.size(),
+                                     static_cast<int64_t>(base_ + begin) - 1);
+    if (!status.ok()) return LocateMalformedEvent(status);
+    return OkStatus();
+  }
+  simdjson::dom::element root;
+  if (parser_.parse(batch_.data(), len, false).get(root)) {
+    return LocateMalformedEvent(
+        Error(StatusCode::kInvalidArgument, base_ + begin, "malformed JSON in trace events"));
+  }
+  simdjson::dom::array events = root.get_array().value_unsafe();
+  size_t i = 0;
+  for (simdjson::dom::element element : events) {
+    OffsetMap map{static_cast<int64_t>(base_ + element_begin_[i])};
+    ++i;
+    simdjson::dom::object event;
+    if (element.get_object().get(event)) {
+      return Error(StatusCode::kInvalidArgument, map.begin,
+                   "a trace event is not a JSON object; not a profiler trace");
+    }
+    TITAN_RETURN_IF_ERROR(handler.on_event(event, map));
+  }
+  return OkStatus();
+}
+
+Status JsonStream::StreamArray(const Handler& handler) {
+  ++pos_;  // '['
+  bool first = true;
+  while (true) {
+    // simdjson's stage 1 (SIMD, picked at run time) finds the structural characters of the
+    // unread bytes; walking them finds the complete events. The bytes may end inside a string or
+    // an event: stage 1 still indexes everything before that, and the incomplete tail is read
+    // again after the next Fill().
+    size_t region = end_ - pos_;
+    // Never cut a UTF-8 sequence: end the region after the last ASCII byte.
+    while (!eof_ && region > 0 && static_cast<unsigned char>(buf_[pos_ + region - 1]) >= 0x80) {
+      --region;
+    }
+    if (region > 0) {
+      if (!stage1_ || region > stage1_capacity_) {
+        stage1_capacity_ = std::max(buf_.size(), region);
+        if (simdjson::get_active_implementation()->create_dom_parser_implementation(
+                stage1_capacity_, 1024, stage1_) != simdjson::SUCCESS) {
+          return ResourceExhaustedError("simdjson: cannot allocate the structural scanner");
+        }
+      }
+      // Stage 1 needs the region to end outside a string. A raw newline is never inside a JSON
+      // string, so pretty-printed files are cut after their last newline; otherwise, if the
+      // region ends inside a string, a closing quote is appended for the scan.
+      if (!eof_) {
+        const void* nl = memrchr(buf_.data() + pos_ + region / 2, '\n', region - region / 2);
+        if (nl != nullptr) region = static_cast<const char*>(nl) - (buf_.data() + pos_) + 1;
+      }
+      auto scan = [&](size_t len) {
+        stage1_->n_structural_indexes = 0;
+        return stage1_->stage1(reinterpret_cast<const uint8_t*>(buf_.data() + pos_), len,
+                               simdjson::stage1_mode::regular);
+      };
+      auto error = scan(region);
+      if (error == simdjson::UNCLOSED_STRING && !eof_) {
+        char saved = buf_[pos_ + region];
+        buf_[pos_ + region] = '"';
+        error = scan(region + 1);
+        buf_[pos_ + region] = saved;
+      }
+      if (error == simdjson::UTF8_ERROR) {
+        return Error(StatusCode::kInvalidArgument, base_ + pos_,
+                     "invalid UTF-8 in the trace events after this point; the file is corrupt");
+      }
+      if (error != simdjson::SUCCESS && stage1_->n_structural_indexes == 0) {
+        return Error(StatusCode::kInvalidArgument, base_ + pos_,
+                     fmt::format("malformed JSON in the trace events after this point ({})",
+                                 simdjson::error_message(error)));
+      }
+    }
+    uint32_t n = region > 0 ? stage1_->n_structural_indexes : 0;
+    const uint32_t* idx = region > 0 ? stage1_->structural_indexes.get() : nullptr;
+    const size_t origin = pos_;
+    element_begin_.clear();
+    int depth = 0;
+    bool expect_value = first;
+    size_t element_start = 0;
+    bool finished = false;
+    for (uint32_t k = 0; k < n; ++k) {
+      size_t p = origin + idx[k];
+      if (p >= end_) break;
+      char c = buf_[p];
+      if (depth == 0) {
+        if (c == ']' && (!expect_value || first)) {
+          finished = true;
+          pos_ = p + 1;
+          break;
+        }
+        if (c == ',') {
+          if (expect_value) {
+            return Error(StatusCode::kInvalidArgument, base_ + p,
+                         "malformed JSON: unexpected ',' in the trace events array");
+          }
+          expect_value = true;
+          continue;
+        }
+        if (!expect_value) {
+          return Error(StatusCode::kInvalidArgument, base_ + p,
+                       fmt::format("malformed JSON: expected ',' or ']' between trace events, "
+                                   "found '{}'",
+                                   c));
+        }
+        if (c != '{') {
+          return Error(StatusCode::kInvalidArgument, base_ + p,
+                       "a trace event is not a JSON object; not a profiler trace");
+        }
+        element_start = p;
+        depth = 1;
+        continue;
+      }
+      if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        if (--depth == 0) {
+          element_begin_.push_back(element_start);
+          batch_end_ = p + 1;
+          pos_ = p + 1;
+          first = false;
+          expect_value = false;
+          if (batch_end_ - element_begin_.front() >= kBatchBytes) {
+            TITAN_RETURN_IF_ERROR(ParseBatch(handler));
+            element_begin_.clear();
+          }
+        }
+      }
+    }
+    if (!element_begin_.empty()) TITAN_RETURN_IF_ERROR(ParseBatch(handler));
+    if (finished) return OkStatus();
+    if (eof_) {
+      return Error(StatusCode::kDataLoss, base_ + end_,
+                   "the JSON document ends inside the trace events array (truncated file?); "
+                   "re-copy or re-export the trace");
+    }
+    TITAN_RETURN_IF_ERROR(Fill());
+  }
+}
+
+Status JsonStream::Run(const Handler& handler, TopLevel* top_level, bool* saw_events) {
+  *saw_events = false;
+  TITAN_ASSIGN_OR_RETURN(char c, PeekNonSpace());
+  // A UTF-8 byte order mark is tolerated.
+  if (c == '\xEF' && end_ - pos_ >= 3 && std::memcmp(buf_.data() + pos_, "\xEF\xBB\xBF", 3) == 0) {
+    pos_ += 3;
+    TITAN_ASSIGN_OR_RETURN(c, PeekNonSpace());
+  }
+  if (c == '[') {
+    *top_level = TopLevel::kArray;
+    *saw_events = true;
+    if (handler.on_top_level) TITAN_RETURN_IF_ERROR(handler.on_top_level(TopLevel::kArray));
+    return StreamArray(handler);
+  }
+  if (c != '{') {
+    if (c == '\0') return Error(StatusCode::kInvalidArgument, base_ + pos_, "the file is empty");
+    return Error(StatusCode::kInvalidArgument, base_ + pos_,
+                 "not a JSON profiler trace: expected '{' (Kineto trace) or '[' (legacy autograd "
+                 "profiler trace)");
+  }
+  *top_level = TopLevel::kObject;
+  if (handler.on_top_level) TITAN_RETURN_IF_ERROR(handler.on_top_level(TopLevel::kObject));
+  ++pos_;
+  bool first = true;
+  while (true) {
+    TITAN_ASSIGN_OR_RETURN(c, PeekNonSpace());
+    if (c == '}') {
+      ++pos_;
+      return OkStatus();
+    }
+    if (!first) {
+      if (c != ',') {
+        if (c == '\0') {
+          return Error(StatusCode::kDataLoss, base_ + pos_,
+                       "the JSON document ends early (truncated file?)");
+        }
+        return Error(
+            StatusCode::kInvalidArgument, base_ + pos_,
+            fmt::format("malformed JSON: expected ',' or '}}' between members, found '{}'", c));
+      }
+      ++pos_;
+      TITAN_ASSIGN_OR_RETURN(c, PeekNonSpace());
+    }
+    first = false;
+    if (c != '"') {
+      if (c == '\0') {
+        return Error(StatusCode::kDataLoss, base_ + pos_,
+                     "the JSON document ends early (truncated file?)");
+      }
+      return Error(StatusCode::kInvalidArgument, base_ + pos_,
+                   fmt::format("malformed JSON: expected a member name, found '{}'", c));
+    }
+    TITAN_ASSIGN_OR_RETURN(size_t key_end, ValueEnd());
+    std::string key(buf_.data() + pos_ + 1, key_end - pos_ - 2);
+    pos_ = key_end;
+    TITAN_ASSIGN_OR_RETURN(c, PeekNonSpace());
+    if (c != ':') {
+      return Error(c == '\0' ? StatusCode::kDataLoss : StatusCode::kInvalidArgument, base_ + pos_,
+                   fmt::format("malformed JSON: expected ':' after \"{}\"", key));
+    }
+    ++pos_;
+    TITAN_ASSIGN_OR_RETURN(c, PeekNonSpace());
+    if (c == '\0') {
+      return Error(StatusCode::kDataLoss, base_ + pos_,
+                   "the JSON document ends early (truncated file?)");
+    }
+    if (key == "traceEvents") {
+      if (c != '[') {
+        return Error(StatusCode::kInvalidArgument, base_ + pos_,
+                     "\"traceEvents\" is not an array; not a PyTorch profiler trace");
+      }
+      *saw_events = true;
+      TITAN_RETURN_IF_ERROR(StreamArray(handler));
+      continue;
+    }
+    TITAN_ASSIGN_OR_RETURN(size_t value_end, ValueEnd());
+    size_t len = value_end - pos_;
+    uint64_t at = base_ + pos_;
+    if (!handler.on_member) {
+      pos_ = value_end;
+      continue;
+    }
+    std::string member(buf_.data() + pos_, len);
+    pos_ = value_end;
+    simdjson::dom::element value;
+    if (auto error = parser_.parse(member).get(value)) {
+      return Error(
+          StatusCode::kInvalidArgument, at,
+          fmt::format("malformed JSON in member \"{}\" ({})", key, simdjson::error_message(error)));
+    }
+    TITAN_RETURN_IF_ERROR(handler.on_member(key, value, OffsetMap{static_cast<int64_t>(at)}));
+  }
+}
+
+}  // namespace titan::trace
