@@ -9,7 +9,9 @@
 // Sub-interval peaks: where the driver buffers samples (nvmlDeviceGetSamples: GPU utilisation
 // every ~1/6 s, power every ~20 ms) each buffered sample is recorded at its own driver timestamp,
 // so the flight recorder and the window max/min see dips and spikes shorter than the sampling
-// interval. Without the buffer, one instantaneous reading per Collect() is recorded.
+// interval; a cursor per GPU (the driver's lastSeenTimeStamp) makes each sample count once.
+// Without the buffer (old driver, NOT_SUPPORTED), or while it has had no new sample for 1 s, one
+// instantaneous reading per Collect() is recorded instead.
 //
 // Errors: Init() returns FAILED_PRECONDITION when there is no libnvidia-ml ("NVML not found
 // (libnvidia-ml.so.1): no GPU signals; everything else runs"), when a core entry point is missing,
