@@ -56,5 +56,7 @@ struct DetectorSpec {
 Result<DetectorSpec> ParseDetectorSpec(std::string_view text);
 // Builds a detector; INVALID_ARGUMENT for unknown kinds, unknown keys or out-of-range values.
 Result<std::unique_ptr<Detector>> MakeDetector(const DetectorSpec& spec);
+// Every kind with its keys, ranges and defaults, one kind per line (for --help texts).
+std::string DetectorSpecHelp();
 
 }  // namespace titan

@@ -210,6 +210,12 @@ Result<DetectorSpec> ParseDetectorSpec(std::string_view text) {
   return spec;
 }
 
+std::string DetectorSpecHelp() {
+  std::string help;
+  for (const Kind& kind : kKinds) help += fmt::format("{}: {}\n", kind.name, AllowedKeys(kind));
+  return help;
+}
+
 Result<std::unique_ptr<Detector>> MakeDetector(const DetectorSpec& spec) {
   TITAN_ASSIGN_OR_RETURN(const Kind* kind, Validate(spec));
   const std::string_view name = kind->name;

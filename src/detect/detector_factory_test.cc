@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -99,6 +100,16 @@ TEST(DetectorFactoryTest, MadeDetectorUsesTheParams) {
   }
   // A small window takes a smaller default min_samples instead of failing.
   EXPECT_TRUE(MakeDetector(*ParseDetectorSpec("zscore:window=5")).ok());
+}
+
+TEST(DetectorFactoryTest, HelpListsEveryKindOnItsOwnLine) {
+  const std::string help = DetectorSpecHelp();
+  for (const char* line : {"zscore: window", "mad: window", "cusum: drift", "periodic: window"}) {
+    const bool starts_a_line =
+        help.rfind(line, 0) == 0 || help.find(std::string("\n") + line) != std::string::npos;
+    EXPECT_TRUE(starts_a_line) << line << " in\n" << help;
+  }
+  EXPECT_EQ(std::count(help.begin(), help.end(), '\n'), 4) << help;
 }
 
 TEST(DetectorFactoryTest, MakeDetectorValidatesHandBuiltSpecs) {
