@@ -173,6 +173,8 @@ void NvmlCollector::Close() {
   background_.reset();
   if (nvml_initialized_) lib_->fn().shutdown();
   nvml_initialized_ = false;
+  devices_.clear();
+  states_.clear();
   lib_.reset();
 }
 
