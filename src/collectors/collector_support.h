@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "src/base/env.h"
+#include "src/base/status.h"
 #include "src/collectors/collector.h"
 #include "src/metrics/series.h"
 #include "src/metrics/signal.h"
@@ -100,6 +102,14 @@ inline bool RatePerSecond(double delta, int64_t interval_ns, double* out) {
 // kernel are counted in ticks, so a reading over a short interval can exceed the interval by up to
 // one tick; callers clamp such readings to 1 and reject the rest.
 inline bool PlausibleRatio(double ratio, double slack) { return ratio >= 0 && ratio <= 1 + slack; }
+
+// Reads `reader`'s file and parses it with `parse(text, out)`; errors name the file.
+template <typename Out, typename Parse>
+Status ReadAndParse(FileReader& reader, Parse parse, Out* out) {
+  Result<std::string_view> text = reader.Read();
+  if (!text.ok()) return text.status();
+  return parse(*text, out).WithContext(reader.path());
+}
 
 // Parses up to `max_fields` whitespace-separated unsigned numbers from *rest into out[] and
 // returns how many it parsed; stops at the first field that is not a number (setting *bad) or at

@@ -129,8 +129,7 @@ Status CpuCollector::Init(const CollectorContext& ctx) {
   const long ticks = sysconf(_SC_CLK_TCK);
   ticks_per_second_ = ticks > 0 ? static_cast<double>(ticks) : 100.0;
   reader_ = std::make_unique<FileReader>(ctx.env->ProcPath("stat"));
-  TITAN_ASSIGN_OR_RETURN(std::string_view text, reader_->Read());
-  TITAN_RETURN_IF_ERROR_CTX(ParseProcStat(text, &parsed_), reader_->path());
+  TITAN_RETURN_IF_ERROR(collectors_internal::ReadAndParse(*reader_, ParseProcStat, &parsed_));
   MetricRegistry& registry = *ctx_.registry;
   global_ = std::make_unique<GlobalSeries>();
   global_->context_switches = registry.GetOrCreate(D().context_switches, {}, ctx.interval_ns);
@@ -181,8 +180,7 @@ void CpuCollector::Record(CpuState& state, const CpuTimes& times, int64_t now_ns
 }
 
 Status CpuCollector::Collect(int64_t now_ns) {
-  TITAN_ASSIGN_OR_RETURN(std::string_view text, reader_->Read());
-  TITAN_RETURN_IF_ERROR_CTX(ParseProcStat(text, &parsed_), reader_->path());
+  TITAN_RETURN_IF_ERROR(collectors_internal::ReadAndParse(*reader_, ParseProcStat, &parsed_));
   Record(*StateFor(-1), parsed_.total, now_ns);
   for (const CpuTimes& times : parsed_.cpus) Record(*StateFor(times.cpu), times, now_ns);
   GlobalSeries& g = *global_;

@@ -132,8 +132,7 @@ Status DiskCollector::Init(const CollectorContext& ctx) {
   have_sys_block_ = stat(ctx.env->SysPath("block").c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   reader_ = std::make_unique<FileReader>(ctx.env->ProcPath("diskstats"));
   table_ = std::make_unique<Table>();
-  TITAN_ASSIGN_OR_RETURN(std::string_view text, reader_->Read());
-  TITAN_RETURN_IF_ERROR_CTX(ParseDiskstats(text, &parsed_), reader_->path());
+  TITAN_RETURN_IF_ERROR(collectors_internal::ReadAndParse(*reader_, ParseDiskstats, &parsed_));
   return OkStatus();
 }
 
@@ -211,8 +210,7 @@ void DiskCollector::Record(Device& entry, const DiskStats& stats, int64_t now_ns
 }
 
 Status DiskCollector::Collect(int64_t now_ns) {
-  TITAN_ASSIGN_OR_RETURN(std::string_view text, reader_->Read());
-  TITAN_RETURN_IF_ERROR_CTX(ParseDiskstats(text, &parsed_), reader_->path());
+  TITAN_RETURN_IF_ERROR(collectors_internal::ReadAndParse(*reader_, ParseDiskstats, &parsed_));
   table_->BeginRound();
   for (const DiskStats& stats : parsed_) {
     bool created = false;

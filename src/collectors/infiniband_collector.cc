@@ -165,9 +165,9 @@ Status InfinibandCollector::CollectPort(Port& port, int64_t now_ns) {
   bool restarted = false;
   for (size_t c = 0; c < kCounterCount; ++c) {
     if (port.counters[c] == nullptr) continue;
-    TITAN_ASSIGN_OR_RETURN(std::string_view text, port.counters[c]->Read());
     uint64_t value = 0;
-    TITAN_RETURN_IF_ERROR_CTX(ParseIbCounter(text, &value), port.counters[c]->path());
+    TITAN_RETURN_IF_ERROR(
+        collectors_internal::ReadAndParse(*port.counters[c], ParseIbCounter, &value));
     have_delta[c] = port.values[c].Advance(value, &delta[c], &restarted);
     collectors_internal::SetCounter(port.counter_series[c], now_ns,
                                     static_cast<double>(value) * kCounterFiles[c].scale);
@@ -186,15 +186,13 @@ Status InfinibandCollector::CollectPort(Port& port, int64_t now_ns) {
   }
   port.last_ns = now_ns;
   if (port.state != nullptr) {
-    TITAN_ASSIGN_OR_RETURN(std::string_view text, port.state->Read());
     int64_t state = 0;
-    TITAN_RETURN_IF_ERROR_CTX(ParseIbState(text, &state), port.state->path());
+    TITAN_RETURN_IF_ERROR(collectors_internal::ReadAndParse(*port.state, ParseIbState, &state));
     collectors_internal::RecordGauge(port.state_series, now_ns, static_cast<double>(state));
   }
   if (port.rate != nullptr) {
-    TITAN_ASSIGN_OR_RETURN(std::string_view text, port.rate->Read());
     double link_rate = 0;
-    TITAN_RETURN_IF_ERROR_CTX(ParseIbRate(text, &link_rate), port.rate->path());
+    TITAN_RETURN_IF_ERROR(collectors_internal::ReadAndParse(*port.rate, ParseIbRate, &link_rate));
     collectors_internal::RecordGauge(port.link_rate_series, now_ns, link_rate);
   }
   return OkStatus();

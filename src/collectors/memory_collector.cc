@@ -148,10 +148,9 @@ Status MemoryCollector::Init(const CollectorContext& ctx) {
   page_bytes_ = page > 0 ? static_cast<uint64_t>(page) : 4096;
   meminfo_reader_ = std::make_unique<FileReader>(ctx.env->ProcPath("meminfo"));
   vmstat_reader_ = std::make_unique<FileReader>(ctx.env->ProcPath("vmstat"));
-  TITAN_ASSIGN_OR_RETURN(std::string_view meminfo, meminfo_reader_->Read());
-  TITAN_RETURN_IF_ERROR_CTX(ParseMeminfo(meminfo, &meminfo_), meminfo_reader_->path());
-  TITAN_ASSIGN_OR_RETURN(std::string_view vmstat, vmstat_reader_->Read());
-  TITAN_RETURN_IF_ERROR_CTX(ParseVmstat(vmstat, &vmstat_), vmstat_reader_->path());
+  TITAN_RETURN_IF_ERROR(
+      collectors_internal::ReadAndParse(*meminfo_reader_, ParseMeminfo, &meminfo_));
+  TITAN_RETURN_IF_ERROR(collectors_internal::ReadAndParse(*vmstat_reader_, ParseVmstat, &vmstat_));
 
   state_ = std::make_unique<State>();
   MetricRegistry& r = *ctx.registry;
@@ -217,11 +216,10 @@ void MemoryCollector::RecordVmstat(int64_t now_ns) {
 }
 
 Status MemoryCollector::Collect(int64_t now_ns) {
-  TITAN_ASSIGN_OR_RETURN(std::string_view meminfo, meminfo_reader_->Read());
-  TITAN_RETURN_IF_ERROR_CTX(ParseMeminfo(meminfo, &meminfo_), meminfo_reader_->path());
+  TITAN_RETURN_IF_ERROR(
+      collectors_internal::ReadAndParse(*meminfo_reader_, ParseMeminfo, &meminfo_));
   RecordMeminfo(now_ns);
-  TITAN_ASSIGN_OR_RETURN(std::string_view vmstat, vmstat_reader_->Read());
-  TITAN_RETURN_IF_ERROR_CTX(ParseVmstat(vmstat, &vmstat_), vmstat_reader_->path());
+  TITAN_RETURN_IF_ERROR(collectors_internal::ReadAndParse(*vmstat_reader_, ParseVmstat, &vmstat_));
   RecordVmstat(now_ns);
   return OkStatus();
 }

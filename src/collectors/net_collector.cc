@@ -89,8 +89,7 @@ Status NetCollector::Init(const CollectorContext& ctx) {
   ctx_ = ctx;
   reader_ = std::make_unique<FileReader>(ctx.env->ProcPath("net/dev"));
   table_ = std::make_unique<Table>();
-  TITAN_ASSIGN_OR_RETURN(std::string_view text, reader_->Read());
-  TITAN_RETURN_IF_ERROR_CTX(ParseNetDev(text, &parsed_), reader_->path());
+  TITAN_RETURN_IF_ERROR(collectors_internal::ReadAndParse(*reader_, ParseNetDev, &parsed_));
   return OkStatus();
 }
 
@@ -105,8 +104,7 @@ void NetCollector::Resolve(Interface& entry, std::string_view device) {
 }
 
 Status NetCollector::Collect(int64_t now_ns) {
-  TITAN_ASSIGN_OR_RETURN(std::string_view text, reader_->Read());
-  TITAN_RETURN_IF_ERROR_CTX(ParseNetDev(text, &parsed_), reader_->path());
+  TITAN_RETURN_IF_ERROR(collectors_internal::ReadAndParse(*reader_, ParseNetDev, &parsed_));
   table_->BeginRound();
   for (const NetDevStats& stats : parsed_) {
     if (stats.name == "lo" && !options_.include_loopback) continue;

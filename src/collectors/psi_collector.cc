@@ -290,8 +290,8 @@ std::vector<StallEvent> PsiCollector::RecentStallEvents(int64_t since_ns) const 
 Status PsiCollector::Collect(int64_t now_ns) {
   using collectors_internal::RecordGauge;
   for (auto& resource : resources_) {
-    TITAN_ASSIGN_OR_RETURN(std::string_view text, resource->reader->Read());
-    TITAN_RETURN_IF_ERROR_CTX(ParsePressure(text, &parsed_), resource->reader->path());
+    TITAN_RETURN_IF_ERROR(
+        collectors_internal::ReadAndParse(*resource->reader, ParsePressure, &parsed_));
     const int64_t interval_ns = now_ns - resource->last_ns;
     for (int k = 0; k < 2; ++k) {
       if (resource->stall_seconds[k] == nullptr ||
