@@ -45,7 +45,7 @@ class Replica {
     heap_.reserve(total * m_.clocks.clock_count());
     for (int64_t n = 0; n < total; ++n) {
       for (int c = 0; c < m_.clocks.clock_count(); ++c) {
-        const double delay = m_.clocks.Draw(c, rng_);
+        const double delay = m_.clocks.DrawInitial(c, rng_);
         if (std::isfinite(delay)) heap_.push_back({delay, static_cast<int32_t>(n), c, 0});
       }
     }

@@ -85,6 +85,7 @@ FailureClocks::FailureClocks(const std::vector<FailureCause>& causes) {
       clock_cause_.push_back(static_cast<int>(i));
       shape_.push_back(cause.weibull_shape);
       scale_.push_back(WeibullScaleSeconds(cause.per_node_second, cause.weibull_shape));
+      age_.push_back(cause.initial_age_seconds);
     }
   }
 }
@@ -95,6 +96,13 @@ double FailureClocks::Draw(int clock, Rng& rng) const {
     return rng.Exponential(exponential_rate_);
   }
   return rng.Weibull(shape_[clock - 1], scale_[clock - 1]);
+}
+
+double FailureClocks::DrawInitial(int clock, Rng& rng) const {
+  if (clock == 0 || age_[clock - 1] <= 0) return Draw(clock, rng);
+  // P(T > a + x | T > a) = exp((a/s)^k - ((a + x)/s)^k): invert for x.
+  const double k = shape_[clock - 1], s = scale_[clock - 1], a = age_[clock - 1];
+  return s * std::pow(std::pow(a / s, k) - std::log(rng.UniformOpenZero()), 1.0 / k) - a;
 }
 
 int FailureClocks::PickCause(int clock, Rng& rng) const {

@@ -59,6 +59,9 @@ class FailureClocks {
   int clock_count() const { return static_cast<int>(clock_cause_.size()) + 1; }
   // Seconds from a renewal until the clock fires. Infinity for an empty exponential clock.
   double Draw(int clock, Rng& rng) const;
+  // Seconds until the clock fires for a node that has already run its cause's
+  // initial_age_seconds without failing (the Weibull residual life; memoryless for exponential).
+  double DrawInitial(int clock, Rng& rng) const;
   // The cause index (into the vector given at construction) of a fired clock.
   int PickCause(int clock, Rng& rng) const;
 
@@ -69,6 +72,7 @@ class FailureClocks {
   std::vector<int> clock_cause_;  // Weibull clock i+1 -> cause index
   std::vector<double> shape_;
   std::vector<double> scale_;
+  std::vector<double> age_;
 };
 
 }  // namespace titan::sim

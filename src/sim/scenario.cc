@@ -224,8 +224,8 @@ Status ReadCause(const json& node, const std::string& path, Distribution default
 
 Status ReadFailures(const Section& root, Scenario* s) {
   TITAN_ASSIGN_OR_RETURN(Section failures, Section::Child(root, "failures"));
-  TITAN_RETURN_IF_ERROR(
-      failures.AllowOnly({"table", "scale", "distribution", "weibull_shape", "causes"}));
+  TITAN_RETURN_IF_ERROR(failures.AllowOnly(
+      {"table", "scale", "distribution", "weibull_shape", "initial_age_days", "causes"}));
   TITAN_ASSIGN_OR_RETURN(Distribution distribution,
                          ReadDistribution(failures, Distribution::kExponential));
   double shape = 1, scale = 1;
@@ -247,6 +247,10 @@ Status ReadFailures(const Section& root, Scenario* s) {
       s->causes.push_back(std::move(cause));
     }
   }
+  double age_seconds = 0;
+  TITAN_RETURN_IF_ERROR(failures.Scaled("initial_age_days", {0, kMaxDays, false, false},
+                                        kSecondsPerDay, &age_seconds));
+  for (FailureCause& cause : s->causes) cause.initial_age_seconds = age_seconds;
   if (s->causes.empty()) {
     return Error("failures", fmt::format("no failure causes: set failures.table ({}) or list "
                                          "failures.causes",
@@ -358,7 +362,8 @@ Status ReadCheckpoint(const Section& root, Scenario* s) {
   TITAN_RETURN_IF_ERROR(ck.Number("memory_load_seconds", kNonNegative, &c.memory_load_seconds));
   if (ck.Has("interval_minutes") && c.interval != IntervalPolicy::kFixed) {
     return Error("checkpoint.interval_minutes",
-                 fmt::format("only used with interval: fixed (interval is {})",
+                 fmt::format("only used with interval: fixed (interval is {}); set "
+                             "checkpoint.interval: fixed",
                              IntervalPolicyName(c.interval)));
   }
   if (c.interval == IntervalPolicy::kFixed) {

@@ -24,9 +24,10 @@ struct FailureCause {
   std::string name;
   double per_node_second = 0;  // mean failures per node per second, > 0
   Distribution distribution = Distribution::kExponential;
-  double weibull_shape = 1;       // (0.1, 10], only for Weibull
-  bool needs_repair = true;       // hardware: the node leaves for repair; software: restart only
-  double detection_seconds = -1;  // >= 0 overrides recovery.detection_seconds
+  double weibull_shape = 1;        // (0.1, 10], only for Weibull
+  bool needs_repair = true;        // hardware: the node leaves for repair; software: restart only
+  double detection_seconds = -1;   // >= 0 overrides recovery.detection_seconds
+  double initial_age_seconds = 0;  // age of every node at time 0 (Weibull only), >= 0
 };
 
 struct ClusterSpec {

@@ -165,17 +165,26 @@ Status SetTreePath(json* tree, std::string_view dotted_path, std::string_view va
     if (key.empty()) {
       return InvalidArgumentError(fmt::format("'{}': empty key in dotted path", dotted_path));
     }
-    if (!node->is_object()) {
+    json* child = nullptr;
+    int64_t index = 0;
+    if (node->is_array() && ParseInt64(key, &index)) {  // list element: causes.0.name
+      if (index < 0 || index >= static_cast<int64_t>(node->size())) {
+        return InvalidArgumentError(fmt::format("'{}': index {} is outside the list of {}",
+                                                dotted_path, index, node->size()));
+      }
+      child = &(*node)[static_cast<size_t>(index)];
+    } else if (node->is_object()) {
+      child = &(*node)[key];
+    } else {
       return InvalidArgumentError(
           fmt::format("'{}': '{}' is inside a value that is not a section", dotted_path, key));
     }
     if (dot == std::string_view::npos) {
-      (*node)[key] = ScalarValue(std::string(value), /*quoted=*/false);
+      *child = ScalarValue(std::string(value), /*quoted=*/false);
       return OkStatus();
     }
-    json& child = (*node)[key];
-    if (child.is_null()) child = json::object();
-    node = &child;
+    if (child->is_null()) *child = json::object();
+    node = child;
     rest.remove_prefix(dot + 1);
   }
 }

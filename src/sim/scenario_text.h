@@ -27,7 +27,8 @@ Result<nlohmann::json> ParseScenarioText(std::string_view text, std::string_view
 Result<nlohmann::json> LoadScenarioTree(const std::string& name_or_path);
 
 // Sets the value at a dotted path ("cluster.spares") creating objects on the way. `value` is
-// read as a YAML scalar (number, boolean or string). Fails if a step on the way is not an object.
+// read as a YAML scalar (number, boolean or string). A numeric step indexes an existing list
+// ("failures.causes.0.job_mtbf_hours"). Fails if a step on the way is not a section or list.
 Status SetTreePath(nlohmann::json* tree, std::string_view dotted_path, std::string_view value);
 
 }  // namespace titan::sim

@@ -14,6 +14,8 @@
 namespace titan::sim {
 namespace {
 
+constexpr double kMaxCheckpointsPerReplica = 1e8;
+
 // What the interval search maximises: work per wall second (ETTR in horizon mode; in steps
 // mode the same, as the work is fixed).
 double MeanEttr(const std::vector<ReplicaResult>& results) {
@@ -94,8 +96,10 @@ Result<SimSummary> Simulate(const Scenario& s) {
   const StepTime step = ComputeStepTime(s.job, s.cluster.gpus, s.cluster.gpus_per_node);
   const double mtbf = JobMtbfSeconds(s.causes, s.cluster.nodes());
   const double delta = MeanCheckpointBlockingSeconds(s.checkpoint);
-  // An interval must outlast the stall; Young's and Daly's values do whenever delta < M / 2.
-  const double minimum = std::max(delta, 1e-3);
+  // An interval must outlast the stall (Young's and Daly's values do whenever delta < M / 2),
+  // and an async write must end before the next one starts.
+  const double minimum = std::max(
+      {delta, 1.0, s.checkpoint.mode == CheckpointMode::kAsync ? s.checkpoint.write_seconds : 0.0});
   double interval = 0, searched = 0;
   switch (s.checkpoint.interval) {
     case IntervalPolicy::kFixed:
@@ -120,6 +124,13 @@ Result<SimSummary> Simulate(const Scenario& s) {
         IntervalPolicyName(s.checkpoint.interval), interval, delta, mtbf));
   }
   interval = std::max(interval, minimum);
+  const double span = s.job.steps > 0 ? s.run.max_seconds : s.run.duration_seconds;
+  if (span / interval > kMaxCheckpointsPerReplica) {
+    return InvalidArgumentError(fmt::format(
+        "scenario: checkpoint.interval: {:g} s gives up to {:.3g} checkpoints per replica (at "
+        "most {:g}); lengthen checkpoint.interval_minutes or shorten run.max_days",
+        interval, span / interval, kMaxCheckpointsPerReplica));
+  }
   const EngineModel model = MakeEngineModel(s, interval, step.step_seconds);
   SimSummary summary =
       Summarize(s, step, interval, RunReplicas(model, s.run.seed, s.run.replicas, s.run.threads));
