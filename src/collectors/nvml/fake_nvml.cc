@@ -426,12 +426,13 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, nvmlSamplingT
   std::lock_guard<std::mutex> lock(s.mutex);
   FakeGpu* gpu = nullptr;
   if (nvmlReturn_t r = Enter(s, "nvmlDeviceGetSamples", device, &gpu); r != NVML_SUCCESS) return r;
-  if (type < 0 || type >= kSamplingTypes || sample_value_type == nullptr ||
+  const int index = static_cast<int>(type);
+  if (index < 0 || index >= kSamplingTypes || sample_value_type == nullptr ||
       sample_count == nullptr) {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
   std::vector<nvmlSample_t> newer;
-  for (const nvmlSample_t& sample : gpu->samples[type]) {
+  for (const nvmlSample_t& sample : gpu->samples[index]) {
     if (sample.timeStamp > last_seen_timestamp_us) newer.push_back(sample);
   }
   if (newer.empty()) return NVML_ERROR_NOT_FOUND;
