@@ -13,7 +13,7 @@ PACKAGES=(
   # Python side: the module is built for Debian's interpreter, which has PyTorch
   python3 python3-dev python3-torch python3-numpy python3-pytest
   # real components used by tests
-  prometheus etcd-server etcd-client curl procps
+  prometheus etcd-server etcd-client curl procps bc
 )
 
 SUDO=""

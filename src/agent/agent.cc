@@ -1,0 +1,263 @@
+#include "src/agent/agent.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "src/agent/http_server.h"
+#include "src/agent/recorder_dump.h"
+#include "src/base/clock.h"
+#include "src/base/log.h"
+#include "src/client/event_receiver.h"
+#include "src/collectors/collector_registry.h"
+#include "src/collectors/nvml_collector.h"
+#include "src/metrics/exposition.h"
+
+namespace titan {
+namespace {
+
+const SignalDesc kInvalidSamples{"titan_collector_invalid_samples_total",
+                                 "Readings a collector rejected as impossible (e.g. >100 %).",
+                                 SignalKind::kCounter,
+                                 {"collector"},
+                                 {}};
+const SignalDesc kEventsReceived{"titan_events_received_total",
+                                 "Event datagrams accepted from training processes.",
+                                 SignalKind::kCounter,
+                                 {},
+                                 {}};
+const SignalDesc kEventsRejected{"titan_events_rejected_total",
+                                 "Event datagrams rejected, by reason.",
+                                 SignalKind::kCounter,
+                                 {"reason"},
+                                 {}};
+const SignalDesc kSeriesCount{
+    "titan_agent_series", "Series the agent keeps.", SignalKind::kGauge, {}, {}};
+const SignalDesc kRecorderBytes{"titan_agent_recorder_bytes",
+                                "Memory reserved for the flight recorder.",
+                                SignalKind::kGauge,
+                                {},
+                                {}};
+const SignalDesc kSeriesDropped{"titan_agent_series_dropped_total",
+                                "Series not created because --max-series was reached.",
+                                SignalKind::kCounter,
+                                {},
+                                {}};
+const SignalDesc kDumpErrors{"titan_recorder_dump_errors_total",
+                             "Automatic recorder dumps that could not be written.",
+                             SignalKind::kCounter,
+                             {},
+                             {}};
+const SignalDesc kDumps{"titan_recorder_dumps_total",
+                        "Automatic recorder dumps written.",
+                        SignalKind::kCounter,
+                        {},
+                        {}};
+
+AppEvent ToAppEvent(const wire::ParsedEvent& e) {
+  AppEvent a{};
+  a.time_ns = e.time_ns;
+  a.step = e.step;
+  a.value = e.value;
+  a.rank = e.rank;
+  a.pid = e.pid();
+  a.kind = e.kind;
+  std::memcpy(a.name, e.name_bytes.data(), std::min<size_t>(e.name_size, wire::kNameBytes - 1));
+  return a;
+}
+
+}  // namespace
+
+Agent::Agent(const AgentOptions& options)
+    : options_(options), env_(options.proc_root, options.sys_root) {}
+
+Agent::~Agent() { Stop(); }
+
+Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options) {
+  std::unique_ptr<Agent> agent(new Agent(options));
+  TITAN_RETURN_IF_ERROR(agent->Init());
+  return agent;
+}
+
+Status Agent::Init() {
+  DetectorRules rules;
+  for (const std::string& rule : options_.detect_rules) TITAN_RETURN_IF_ERROR(rules.Add(rule));
+  if (options_.window_seconds < 1 || options_.window_seconds > Series::kMaxWindowSeconds) {
+    return InvalidArgumentError(fmt::format("--window {}: expected 1..{} seconds",
+                                            options_.window_seconds, Series::kMaxWindowSeconds));
+  }
+  if (!options_.dump_dir.empty()) {
+    struct stat st;
+    if (stat(options_.dump_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return InvalidArgumentError(fmt::format(
+          "--dump-dir {}: not a directory; create it or leave --dump-dir out", options_.dump_dir));
+    }
+  }
+
+  RegistryOptions registry_options;
+  registry_options.recorder_duration_ns = options_.recorder_duration_ns;
+  registry_options.recorder_budget_bytes = options_.recorder_budget_bytes;
+  registry_ = std::make_unique<MetricRegistry>(registry_options);
+  event_log_ = std::make_unique<EventLog>(10'000, 1 << 20);
+  transients_ = std::make_unique<TransientPipeline>(*registry_, *event_log_,
+                                                    options_.max_transients_per_second);
+  transients_->AttachTo(rules);
+  transients_->SetListener([this](const TransientEvent& e) { OnTransient(e); });
+  step_tracker_ = std::make_unique<StepTracker>(*registry_, processes_);
+
+  // HTTP first: an occupied port is the most common start-up error and should be the first said.
+  TITAN_ASSIGN_OR_RETURN(http_, HttpServer::Start(this, options_.listen_address, options_.port));
+
+  if (!options_.socket_path.empty()) {
+    EventReceiverOptions receiver_options;
+    receiver_options.socket_path = options_.socket_path;
+    receiver_options.on_event = [this](const wire::ParsedEvent& e) {
+      const AppEvent app = ToAppEvent(e);
+      event_log_->AddAppEvent(app);
+      std::lock_guard<std::mutex> lock(step_mutex_);
+      step_tracker_->OnEvent(app);
+    };
+    auto receiver = EventReceiver::Start(std::move(receiver_options));
+    if (!receiver.ok()) {
+      http_->Stop();
+      return receiver.status().WithContext("event socket (--socket)");
+    }
+    receiver_ = std::move(*receiver);
+  }
+
+  CollectorContext context;
+  context.env = &env_;
+  context.registry = registry_.get();
+  context.processes = &processes_;
+  auto rate_limited = std::make_shared<RateLimitedLog>(10 * kNsPerSecond);
+  context.invalid_sample = [this, rate_limited](std::string_view collector, std::string_view what) {
+    if (Series* s = registry_->GetOrCreate(kInvalidSamples, {std::string(collector)}, 0)) {
+      s->AddCounter(WallNowNs(), 1);
+    }
+    rate_limited->Log(LogLevel::kWarning, "agent", "collector {} rejected a reading: {}", collector,
+                      what);
+  };
+  std::vector<CollectorSpec> specs;
+  auto interval_for = [this](std::string_view name, int64_t default_ns) {
+    auto it = options_.intervals.find(std::string(name));
+    if (it != options_.intervals.end()) return it->second;
+    return options_.interval_ns > 0 ? options_.interval_ns : default_ns;
+  };
+  auto disabled = [this](std::string_view name) {
+    for (const std::string& d : options_.disabled_collectors) {
+      if (d == name) return true;
+    }
+    return false;
+  };
+  for (const CollectorInfo& info : AllCollectors()) {
+    if (disabled(info.name)) continue;
+    specs.push_back({info.make(), interval_for(info.name, info.default_interval_ns)});
+  }
+  if (!disabled("nvml")) {
+    specs.push_back({options_.nvml_library.empty() ? MakeNvmlCollector()
+                                                   : MakeNvmlCollector(options_.nvml_library),
+                     interval_for("nvml", 100 * kNsPerMs)});
+  }
+  sampler_ = std::make_unique<Sampler>(context);
+  sampler_->Start(std::move(specs));
+
+  housekeeping_ = std::thread([this] { Housekeeping(); });
+  Log(LogLevel::kInfo, "agent", "serving http://{}:{}/metrics, events on {}",
+      options_.listen_address, http_->port(),
+      options_.socket_path.empty() ? "(off)" : options_.socket_path);
+  return OkStatus();
+}
+
+void Agent::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (housekeeping_.joinable()) housekeeping_.join();
+  if (http_) http_->Stop();
+  if (receiver_) receiver_->Stop();
+  if (sampler_) sampler_->Stop();
+}
+
+int Agent::port() const { return http_ ? http_->port() : 0; }
+
+std::string Agent::RenderMetrics(bool open_metrics, int window_seconds) const {
+  std::string out;
+  out.reserve(256 << 10);
+  ExpositionOptions options;
+  options.format =
+      open_metrics ? ExpositionFormat::kOpenMetrics : ExpositionFormat::kPrometheusText;
+  options.window_seconds = window_seconds;
+  options.now_ns = WallNowNs();
+  RenderExposition(*registry_, options, &out);
+  return out;
+}
+
+void Agent::OnTransient(const TransientEvent& event) {
+  if (options_.dump_dir.empty()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pending_dumps_.size() >= 64) return;  // bounded; the rate limiter upstream keeps it rare
+  pending_dumps_.emplace_back(MonoNowNs() + options_.dump_after_ns, event);
+}
+
+void Agent::Housekeeping() {
+  Series* series_count = registry_->GetOrCreate(kSeriesCount, {}, kNsPerSecond);
+  Series* recorder_bytes = registry_->GetOrCreate(kRecorderBytes, {}, kNsPerSecond);
+  Series* series_dropped = registry_->GetOrCreate(kSeriesDropped, {}, 0);
+  Series* received = registry_->GetOrCreate(kEventsReceived, {}, 0);
+  Series* dumps = registry_->GetOrCreate(kDumps, {}, 0);
+  Series* dump_errors = registry_->GetOrCreate(kDumpErrors, {}, 0);
+  std::vector<Series*> rejected(wire::kRejectReasonCount, nullptr);
+  for (size_t r = 0; r < wire::kRejectReasonCount; ++r) {
+    rejected[r] = registry_->GetOrCreate(
+        kEventsRejected, {std::string(wire::RejectReasonName(static_cast<wire::RejectReason>(r)))},
+        0);
+  }
+  RateLimitedLog dump_log(60 * kNsPerSecond);
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    if (stop_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) return;
+    std::vector<TransientEvent> due;
+    const int64_t mono = MonoNowNs();
+    std::erase_if(pending_dumps_, [&](auto& pending) {
+      if (pending.first > mono) return false;
+      due.push_back(std::move(pending.second));
+      return true;
+    });
+    lock.unlock();
+
+    const int64_t now = WallNowNs();
+    sampler_->RecordUp(now);
+    series_count->RecordGauge(now, static_cast<double>(registry_->series_count()));
+    recorder_bytes->RecordGauge(now, static_cast<double>(registry_->recorder_bytes()));
+    series_dropped->SetCounter(now, static_cast<double>(registry_->dropped_series()));
+    if (receiver_) {
+      const EventReceiverStats stats = receiver_->Stats();
+      received->SetCounter(now, static_cast<double>(stats.accepted));
+      for (size_t r = 0; r < wire::kRejectReasonCount; ++r) {
+        if (rejected[r]) rejected[r]->SetCounter(now, static_cast<double>(stats.rejected[r]));
+      }
+    }
+    for (const TransientEvent& event : due) {
+      DumpRequest request{event.detection.start_ns - options_.dump_before_ns,
+                          event.detection.end_ns + options_.dump_after_ns, ""};
+      const std::string path = fmt::format("{}/titan-transient-{}-{}.json", options_.dump_dir,
+                                           event.id, event.detection.start_ns / kNsPerMs);
+      Status written = WritePerfettoDump(*registry_, *event_log_, request, path);
+      if (written.ok()) {
+        dumps->AddCounter(now, 1);
+        Log(LogLevel::kInfo, "agent", "transient {} recorded in {}", event.id, path);
+      } else {
+        dump_errors->AddCounter(now, 1);
+        dump_log.Log(LogLevel::kWarning, "agent", "{}", written.ToString());
+      }
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace titan

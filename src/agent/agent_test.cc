@@ -1,0 +1,298 @@
+// Unit tests of the agent's parts, and of a whole Agent serving HTTP on loopback with the real
+// /proc of this machine (no GPU here: the NVML collector is disabled, see collectors/nvml_*).
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "src/agent/agent.h"
+#include "src/agent/correlator.h"
+#include "src/agent/detection.h"
+#include "src/agent/http_server.h"
+#include "src/agent/recorder_dump.h"
+#include "src/base/clock.h"
+#include "src/client/titan_client.h"
+#include "test/support/subprocess.h"
+
+namespace titan {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr int64_t kT0 = 1'700'000'000LL * kNsPerSecond;
+
+const SignalDesc kStep{"titan_step_duration_seconds",
+                       "Step time.",
+                       SignalKind::kGauge,
+                       {"rank"},
+                       SecondsBuckets(),
+                       true};
+const SignalDesc kDisk{
+    "titan_disk_write_bytes_per_second", "Disk writes.", SignalKind::kGauge, {"device"}, {}};
+const SignalDesc kGpu{"titan_gpu_utilization_ratio", "GPU.", SignalKind::kGauge, {"gpu"}, {}, true};
+const SignalDesc kCounter{"titan_x_total", "A counter.", SignalKind::kCounter, {}, {}};
+
+AppEvent MakeApp(wire::EventKind kind, int32_t rank, int64_t step, int64_t time_ns) {
+  AppEvent e{};
+  e.kind = kind;
+  e.rank = rank;
+  e.step = step;
+  e.time_ns = time_ns;
+  return e;
+}
+
+TEST(GlobTest, MatchesStars) {
+  EXPECT_TRUE(GlobMatch("titan_gpu_*", "titan_gpu_utilization_ratio"));
+  EXPECT_TRUE(GlobMatch("*ratio", "titan_gpu_utilization_ratio"));
+  EXPECT_TRUE(GlobMatch("titan_*_ratio", "titan_gpu_utilization_ratio"));
+  EXPECT_FALSE(GlobMatch("titan_cpu_*", "titan_gpu_utilization_ratio"));
+  EXPECT_TRUE(GlobMatch("exact", "exact"));
+  EXPECT_FALSE(GlobMatch("exact", "exactly"));
+}
+
+TEST(DetectorRulesTest, DefaultsAndOverrides) {
+  DetectorRules rules;
+  ASSERT_EQ(rules.SpecsFor(kStep).size(), 1u);
+  EXPECT_EQ(rules.SpecsFor(kStep)[0].kind, "zscore");
+  ASSERT_EQ(rules.SpecsFor(kGpu).size(), 1u);
+  EXPECT_EQ(rules.SpecsFor(kGpu)[0].kind, "mad");
+  EXPECT_TRUE(rules.SpecsFor(kDisk).empty());     // detect=false and no rule
+  EXPECT_TRUE(rules.SpecsFor(kCounter).empty());  // counters are never watched
+
+  ASSERT_TRUE(rules.Add("titan_gpu_*=off").ok());
+  EXPECT_TRUE(rules.SpecsFor(kGpu).empty());
+  ASSERT_TRUE(rules.Add("titan_disk_*=zscore:k=4;cusum").ok());
+  ASSERT_EQ(rules.SpecsFor(kDisk).size(), 2u);
+  EXPECT_EQ(rules.SpecsFor(kDisk)[1].kind, "cusum");
+}
+
+TEST(DetectorRulesTest, BadRulesAreExplained) {
+  DetectorRules rules;
+  Status no_eq = rules.Add("titan_gpu_utilization_ratio");
+  EXPECT_EQ(no_eq.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(no_eq.message()), HasSubstr("FAMILY=SPEC"));
+  Status bad_kind = rules.Add("titan_gpu_*=nonsense");
+  EXPECT_EQ(bad_kind.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad_kind.message()), HasSubstr("titan_gpu_*=nonsense"));
+}
+
+TEST(EventLogTest, RingsAreBounded) {
+  EventLog log(3, 4);
+  for (int i = 0; i < 5; ++i) {
+    TransientEvent e;
+    e.signal = "s" + std::to_string(i);
+    EXPECT_EQ(log.AddTransient(e), static_cast<uint64_t>(i + 1));
+  }
+  auto kept = log.TransientsAfter(0, 100);
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept.front().id, 3u);
+  EXPECT_EQ(log.TransientsAfter(4, 100).size(), 1u);
+  for (int i = 0; i < 10; ++i) log.AddAppEvent(MakeApp(wire::EventKind::kMark, 0, i, kT0 + i));
+  EXPECT_EQ(log.app_event_count(), 10u);
+  auto app = log.AppEventsBetween(0, kT0 + 100);
+  ASSERT_EQ(app.size(), 4u);
+  EXPECT_EQ(app.front().step, 6);
+  EXPECT_EQ(app.back().step, 9);
+}
+
+TEST(CorrelatorTest, NamesTheSignalsAndEventsThatMovedTogether) {
+  MetricRegistry registry;
+  EventLog log(10, 100);
+  Series* step = registry.GetOrCreate(kStep, {"3"}, 100 * kNsPerMs);
+  Series* disk = registry.GetOrCreate(kDisk, {"nvme0"}, 100 * kNsPerMs);
+  Series* gpu = registry.GetOrCreate(kGpu, {"0"}, 100 * kNsPerMs);
+  // 20 s of calm: disk ~1 MB/s, GPU at 0.9 with a little noise.
+  for (int i = 0; i < 200; ++i) {
+    const int64_t t = kT0 + i * 100 * kNsPerMs;
+    disk->RecordGauge(t, 1e6 + (i % 3) * 1e4);
+    gpu->RecordGauge(t, 0.9 + (i % 2) * 0.01);
+  }
+  const int64_t spike = kT0 + 20 * kNsPerSecond;
+  log.AddAppEvent(MakeApp(wire::EventKind::kCheckpointBegin, 0, 800, spike - 30 * kNsPerMs));
+  log.AddAppEvent(MakeApp(wire::EventKind::kStepEnd, 3, 812, spike));
+  disk->RecordGauge(spike - 10 * kNsPerMs, 2.1e9);  // the checkpoint writes
+  gpu->RecordGauge(spike - 5 * kNsPerMs, 0.91);     // the GPU did not move
+
+  TransientEvent event;
+  event.detection.detector = "zscore";
+  event.detection.direction = "spike";
+  event.detection.start_ns = spike;
+  event.detection.end_ns = spike;
+  event.detection.peak = 1.24;
+  event.detection.baseline = 1.0;
+  event.detection.score = 4.1;
+  Correlator(registry, log).Explain(*step, &event);
+  EXPECT_THAT(event.summary, StartsWith("step 812 on rank 3 took 1.24 s, +240 ms over its "
+                                        "baseline (4.1 sigma, zscore)"));
+  EXPECT_THAT(event.summary,
+              HasSubstr("titan_disk_write_bytes_per_second{device=\"nvme0\"} rose to 2.1 GB/s"));
+  EXPECT_THAT(event.summary, HasSubstr("checkpoint_begin (rank 0, step 800) 30 ms before"));
+  EXPECT_THAT(event.summary, ::testing::Not(HasSubstr("titan_gpu_utilization_ratio")));
+  EXPECT_EQ(event.related.size(), 2u);
+}
+
+TEST(FormatTest, UsesTheUnitInTheName) {
+  EXPECT_EQ(FormatSignalValue("x_seconds", 0.24), "240 ms");
+  EXPECT_EQ(FormatSignalValue("x_seconds", 12.5), "12.5 s");
+  EXPECT_EQ(FormatSignalValue("x_ratio", 0.97), "97.0 %");
+  EXPECT_EQ(FormatSignalValue("x_bytes_per_second", 2.1e9), "2.1 GB/s");
+  EXPECT_EQ(FormatSignalValue("x_bytes", 4096), "4.1 kB");
+}
+
+TEST(RecorderDumpTest, PerfettoJsonHasCountersSlicesAndTransients) {
+  MetricRegistry registry;
+  EventLog log(10, 100);
+  Series* gpu = registry.GetOrCreate(kGpu, {"0"}, 100 * kNsPerMs);
+  gpu->RecordGauge(kT0 + 123'456'789, 0.5);
+  gpu->RecordGauge(kT0 + 223'456'789, 0.25);
+  log.AddAppEvent(MakeApp(wire::EventKind::kStepBegin, 1, 7, kT0));
+  log.AddAppEvent(MakeApp(wire::EventKind::kStepEnd, 1, 7, kT0 + 50 * kNsPerMs));
+  TransientEvent t;
+  t.signal = gpu->Key();
+  t.detection = Detection{"mad", "dip", kT0 + 223'456'789, kT0 + 223'456'789, 0.25, 0.5, 6, 1, 0};
+  t.summary = "gpu dip";
+  log.AddTransient(t);
+
+  std::string json_text;
+  RenderPerfettoDump(registry, log, {kT0 - kNsPerSecond, kT0 + kNsPerSecond, ""}, &json_text);
+  auto json = nlohmann::json::parse(json_text);  // throws (fails the test) if malformed
+  int counters = 0, slices = 0, transients = 0;
+  for (const auto& e : json["traceEvents"]) {
+    if (e["ph"] == "C") {
+      ++counters;
+      EXPECT_EQ(e["name"], "titan_gpu_utilization_ratio{gpu=\"0\"}");
+    }
+    if (e["ph"] == "X" && e["pid"] == 2) {
+      ++slices;
+      EXPECT_EQ(e["name"], "step 7");
+      EXPECT_EQ(e["tid"], 1);
+      EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 50000.0);
+    }
+    if (e["ph"] == "X" && e["pid"] == 3) ++transients;
+  }
+  EXPECT_EQ(counters, 2);
+  EXPECT_EQ(slices, 1);
+  EXPECT_EQ(transients, 1);
+  // Timestamps keep nanoseconds in the text: 1700000000123456.789 us.
+  EXPECT_THAT(json_text, HasSubstr("\"ts\":1700000000123456.789"));
+
+  std::string csv;
+  RenderCsvDump(registry, {kT0, kT0 + kNsPerSecond, "gpu"}, &csv);
+  EXPECT_EQ(csv,
+            "time_ns,series,value\n"
+            "1700000000123456789,\"titan_gpu_utilization_ratio{gpu=\"\"0\"\"}\",0.5\n"
+            "1700000000223456789,\"titan_gpu_utilization_ratio{gpu=\"\"0\"\"}\",0.25\n");
+}
+
+TEST(DurationTest, ParsesUnits) {
+  int64_t ns = 0;
+  ASSERT_TRUE(ParseDurationNs("100ms", &ns));
+  EXPECT_EQ(ns, 100 * kNsPerMs);
+  ASSERT_TRUE(ParseDurationNs("2m", &ns));
+  EXPECT_EQ(ns, 120 * kNsPerSecond);
+  ASSERT_TRUE(ParseDurationNs("15", &ns));
+  EXPECT_EQ(ns, 15 * kNsPerSecond);
+  EXPECT_FALSE(ParseDurationNs("-1s", &ns));
+  EXPECT_FALSE(ParseDurationNs("fast", &ns));
+  EXPECT_FALSE(ParseDurationNs("1e300h", &ns));
+}
+
+class AgentTest : public ::testing::Test {
+ protected:
+  AgentOptions Options() {
+    AgentOptions o;
+    o.port = 0;
+    o.socket_path = dir_.File("agent.sock");
+    o.disabled_collectors = {"nvml"};
+    o.interval_ns = 50 * kNsPerMs;
+    return o;
+  }
+  testing::TempDir dir_;
+};
+
+TEST_F(AgentTest, ServesMetricsEventsRecorderAndHealth) {
+  auto agent = Agent::Start(Options());
+  ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+  const int port = (*agent)->port();
+  Client client(dir_.File("agent.sock"), 5);
+  for (int i = 0; i < 30; ++i) {
+    client.StepBegin(i);
+    std::this_thread::sleep_for(std::chrono::milliseconds(i == 25 ? 200 : 5));
+    client.StepEnd(i);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  (*agent)->transients().Drain();
+
+  int status = 0;
+  const std::string metrics = testing::HttpGet(port, "/metrics", &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_THAT(metrics, HasSubstr("titan_steps_total{rank=\"5\"} 30"));
+  EXPECT_THAT(metrics, HasSubstr("titan_collector_up{collector=\"cpu\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("titan_cpu_utilization_ratio_window_max{cpu=\"total\"}"));
+
+  const std::string events = testing::HttpGet(port, "/events", &status);
+  EXPECT_EQ(status, 200);
+  auto json = nlohmann::json::parse(events);
+  ASSERT_GE(json.size(), 1u) << events;
+  EXPECT_EQ(json[0]["signal"], "titan_step_duration_seconds{rank=\"5\"}");
+  EXPECT_THAT(json[0]["summary"].get<std::string>(), HasSubstr("step 25 on rank 5"));
+
+  const std::string dump = testing::HttpGet(port, "/recorder?last=30s&match=rank", &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_THAT(dump, HasSubstr("\"name\":\"step 25\""));
+  EXPECT_EQ(nlohmann::json::parse(dump, nullptr, false).is_discarded(), false);
+
+  testing::HttpGet(port, "/recorder?last=soon", &status);
+  EXPECT_EQ(status, 400);
+  testing::HttpGet(port, "/metrics?window=999s", &status);
+  EXPECT_EQ(status, 400);
+  const std::string health = testing::HttpGet(port, "/healthz", &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_THAT(health, HasSubstr("\"status\": \"ok\""));
+}
+
+TEST_F(AgentTest, OccupiedPortIsAClearError) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  AgentOptions o = Options();
+  o.port = ntohs(addr.sin_port);
+  auto agent = Agent::Start(o);
+  close(fd);
+  ASSERT_FALSE(agent.ok());
+  EXPECT_EQ(agent.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_THAT(std::string(agent.status().message()), HasSubstr("--port"));
+}
+
+TEST_F(AgentTest, UnwritableDumpDirIsRejectedAtStart) {
+  AgentOptions o = Options();
+  o.dump_dir = dir_.File("does-not-exist");
+  auto agent = Agent::Start(o);
+  ASSERT_FALSE(agent.ok());
+  EXPECT_THAT(std::string(agent.status().message()), HasSubstr("--dump-dir"));
+}
+
+TEST_F(AgentTest, MissingProcFilesDoNotStopTheAgent) {
+  AgentOptions o = Options();
+  o.proc_root = dir_.File("empty-proc");  // nothing there: every host collector is down
+  auto agent = Agent::Start(o);
+  ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+  int status = 0;
+  const std::string metrics = testing::HttpGet((*agent)->port(), "/metrics", &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_THAT(metrics, HasSubstr("titan_collector_up{collector=\"cpu\"} 0"));
+}
+
+}  // namespace
+}  // namespace titan

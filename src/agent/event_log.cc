@@ -1,0 +1,109 @@
+#include "src/agent/event_log.h"
+
+#include <nlohmann/json.hpp>
+
+namespace titan {
+
+std::string_view AppEventKindName(wire::EventKind kind) {
+  switch (kind) {
+    case wire::EventKind::kHello:
+      return "hello";
+    case wire::EventKind::kStepBegin:
+      return "step_begin";
+    case wire::EventKind::kStepEnd:
+      return "step_end";
+    case wire::EventKind::kCheckpointBegin:
+      return "checkpoint_begin";
+    case wire::EventKind::kCheckpointEnd:
+      return "checkpoint_end";
+    case wire::EventKind::kMark:
+      return "mark";
+    case wire::EventKind::kGoodbye:
+      return "goodbye";
+    case wire::EventKind::kHeartbeat:
+      return "heartbeat";
+  }
+  return "unknown";
+}
+
+EventLog::EventLog(size_t max_transients, size_t max_app_events)
+    : max_transients_(max_transients), max_app_events_(max_app_events) {
+  app_ring_.reserve(std::min<size_t>(max_app_events_, 4096));
+}
+
+uint64_t EventLog::AddTransient(TransientEvent event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  event.id = next_id_++;
+  transients_.push_back(std::move(event));
+  if (transients_.size() > max_transients_) transients_.pop_front();
+  return transients_.back().id;
+}
+
+void EventLog::AddAppEvent(const AppEvent& event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++app_total_;
+  if (max_app_events_ == 0) return;
+  if (app_ring_.size() < max_app_events_) {
+    app_ring_.push_back(event);
+  } else {
+    app_ring_[app_next_] = event;
+    app_next_ = (app_next_ + 1) % max_app_events_;
+  }
+}
+
+std::vector<TransientEvent> EventLog::TransientsAfter(uint64_t after_id, size_t limit) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<TransientEvent> out;
+  for (const TransientEvent& e : transients_) {
+    if (e.id <= after_id) continue;
+    if (out.size() >= limit) break;
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<AppEvent> EventLog::AppEventsBetween(int64_t from_ns, int64_t to_ns) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<AppEvent> out;
+  const size_t n = app_ring_.size();
+  const size_t start = n < max_app_events_ ? 0 : app_next_;
+  for (size_t i = 0; i < n; ++i) {
+    const AppEvent& e = app_ring_[(start + i) % n];
+    if (e.time_ns >= from_ns && e.time_ns <= to_ns) out.push_back(e);
+  }
+  return out;
+}
+
+uint64_t EventLog::transient_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return next_id_ - 1;
+}
+
+uint64_t EventLog::app_event_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return app_total_;
+}
+
+std::string TransientToJson(const TransientEvent& event) {
+  const Detection& d = event.detection;
+  nlohmann::json j = {
+      {"id", event.id},
+      {"signal", event.signal},
+      {"detector", d.detector},
+      {"direction", d.direction},
+      {"start_ns", d.start_ns},
+      {"end_ns", d.end_ns},
+      {"duration_ms", static_cast<double>(d.end_ns - d.start_ns) / 1e6},
+      {"peak", d.peak},
+      {"baseline", d.baseline},
+      {"magnitude", d.peak - d.baseline},
+      {"score", d.score},
+      {"samples", d.samples},
+      {"related", event.related},
+      {"summary", event.summary},
+  };
+  if (d.period > 0) j["period_samples"] = d.period;
+  return j.dump();
+}
+
+}  // namespace titan
