@@ -33,7 +33,9 @@ void BindClient(py::module_& m) {
       "mark", [](const std::string& name) { return C().Mark(name); }, py::arg("name"),
       "A named instant; the name is cut to 23 bytes.");
   m.def("heartbeat", [] { return C().Heartbeat(); });
-  m.def("goodbye", [] { return C().Goodbye(); });
+  m.def(
+      "goodbye", [] { return C().Goodbye(); },
+      "Announce a clean exit; waits at most 20 ms for deferred events to go out.");
   m.def(
       "set_rank", [](int32_t rank) { C().SetRank(rank); }, py::arg("rank"),
       "Override the rank read from TITAN_RANK / RANK.");
@@ -42,6 +44,12 @@ void BindClient(py::module_& m) {
       "dropped", [] { return C().dropped(); }, "Events the kernel refused (agent down, full).");
   m.def(
       "sent", [] { return C().sent(); }, "Events the kernel accepted.");
+  m.def(
+      "deferred", [] { return C().deferred(); },
+      "Events waiting for room in the agent's queue (sent before the next event).");
+  m.def(
+      "flush", [] { return C().Flush(); },
+      "Tries once to send deferred events; returns how many still wait.");
   m.def("last_errno", [] { return C().last_errno(); });
   m.def("socket_paths", [] { return C().socket_paths(); });
 }

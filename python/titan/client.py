@@ -9,8 +9,10 @@
 
 Each call is one non-blocking datagram per agent socket (TITAN_AGENT_SOCKET, ':'-separated;
 default /tmp/titan-agent.sock): a few microseconds, and it never blocks and never raises
-because the agent is down or busy. Such events are dropped and counted by dropped(). Every
-event function returns True iff every socket accepted the event.
+because the agent is down or busy. With the agent down, events are dropped and counted by
+dropped(); with its queue full, they wait in a small queue (deferred()) and go out before the
+next event, or at exit: init() registers goodbye() with atexit, which flushes them (20 ms at
+most). Every event function returns True iff every socket accepted the event at once.
 
 init() also makes SIGUSR1 dump every thread's Python stack (faulthandler) to the file named by
 TITAN_STACK_FILE (appended) or to stderr, so a supervisor can see where a hung worker is.
@@ -26,7 +28,7 @@ from titan import _titan as _native
 
 __all__ = [
     "init", "step", "step_begin", "step_end", "checkpoint_begin", "checkpoint_end", "mark",
-    "heartbeat", "hello", "goodbye", "dropped", "sent", "set_rank", "rank",
+    "heartbeat", "hello", "goodbye", "dropped", "sent", "deferred", "flush", "set_rank", "rank",
 ]
 
 # The event functions are the native ones themselves: no Python frame in between.
@@ -40,6 +42,8 @@ hello = _native.hello
 goodbye = _native.goodbye
 dropped = _native.dropped
 sent = _native.sent
+deferred = _native.deferred
+flush = _native.flush
 set_rank = _native.set_rank
 rank = _native.rank
 

@@ -9,9 +9,14 @@
 // Contract
 // - Every call costs one clock read and one non-blocking sendto() per socket (about 1 us): it
 //   never blocks, never throws, never raises a signal (MSG_NOSIGNAL) and never allocates.
-// - When the agent is down (ENOENT, ECONNREFUSED) or its queue is full (EAGAIN) the event is
-//   dropped and counted: dropped() is the number of datagrams (one per event and socket) that
-//   the kernel refused. Calls return true iff every configured socket accepted the event.
+// - When the agent is down (ENOENT, ECONNREFUSED) the event is dropped and counted: dropped()
+//   is the number of datagrams (one per event and socket) that were lost.
+// - When the agent's queue is full (EAGAIN; the kernel queues only net.unix.max_dgram_qlen
+//   datagrams per socket, 10 in a fresh network namespace) the event is deferred: kept in a
+//   small per-socket queue (kDeferCapacity) and sent, in order, before the next event by any
+//   later call. A full deferral queue drops the new event (counted). Goodbye() waits up to
+//   kGoodbyeFlushNs for deferred events to go out: the only call that may wait at all.
+// - Calls return true iff every configured socket accepted the event immediately.
 // - Configuration is read on first use, not at construction: TITAN_AGENT_SOCKET (':'-separated
 //   paths, at most wire::kMaxSockets; unset -> wire::kDefaultSocketPath; set but empty ->
 //   events disabled, nothing counted), and the rank from TITAN_RANK, else RANK, else -1.
@@ -118,7 +123,21 @@ class Client {
   }
   bool Mark(std::string_view name) { return Send(wire::EventKind::kMark, -1, 0, name); }
   bool Heartbeat() { return Send(wire::EventKind::kHeartbeat, -1, 0, {}); }
-  bool Goodbye() { return Send(wire::EventKind::kGoodbye, -1, 0, {}); }
+  // Also waits (at most kGoodbyeFlushNs) for deferred events to be sent: call it last.
+  bool Goodbye() {
+    const bool sent_now = Send(wire::EventKind::kGoodbye, -1, 0, {});
+    timespec start, now, pause = {0, 200'000};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (Flush() > 0) {
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if ((now.tv_sec - start.tv_sec) * 1'000'000'000 + (now.tv_nsec - start.tv_nsec) >
+          kGoodbyeFlushNs) {
+        break;
+      }
+      nanosleep(&pause, nullptr);
+    }
+    return sent_now;
+  }
 
   // Sends one event of any kind (the methods above are shorthands).
   bool Send(wire::EventKind kind, int64_t step, int64_t value, std::string_view name) {
@@ -136,20 +155,33 @@ class Client {
     event.time_ns = static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
     bool all_sent = true;
     for (int i = 0; i < num_sockets_; ++i) {
-      const ssize_t n =
-          fd_ < 0 ? -1
-                  : sendto(fd_, &event, sizeof(event), MSG_DONTWAIT | MSG_NOSIGNAL,
-                           reinterpret_cast<const sockaddr*>(&addresses_[i]), address_sizes_[i]);
-      if (n == static_cast<ssize_t>(sizeof(event))) {
-        sent_.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        last_errno_.store(n < 0 ? errno : EMSGSIZE, std::memory_order_relaxed);
-        dropped_.fetch_add(1, std::memory_order_relaxed);
-        all_sent = false;
+      // Fast path: nothing deferred, so this event may go straight out.
+      if (deferred_total_.load(std::memory_order_acquire) == 0) {
+        const int error = SendOne(i, event);
+        if (error == 0) continue;
+        if (error != EAGAIN) {
+          Drop(error, 1);
+          all_sent = false;
+          continue;
+        }
       }
+      all_sent = false;
+      SendOrDefer(i, event);
     }
     return all_sent;
   }
+
+  // Tries once to send deferred events (never waits); returns how many are still deferred.
+  int Flush() {
+    EnsureInit();
+    DeferLock lock(this);
+    if (!lock.held()) return deferred_total_.load(std::memory_order_relaxed);
+    for (int i = 0; i < num_sockets_; ++i) FlushLocked(i);
+    return deferred_total_.load(std::memory_order_relaxed);
+  }
+
+  static constexpr int kDeferCapacity = 64;  // events per socket
+  static constexpr int64_t kGoodbyeFlushNs = 20'000'000;
 
   void SetRank(int32_t rank) {
     EnsureInit();  // so that a later first use does not overwrite it from the environment
@@ -161,8 +193,10 @@ class Client {
   }
   // Datagrams the kernel refused (agent down, queue full), one per event and socket.
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
-  // Datagrams the kernel accepted.
+  // Datagrams the kernel accepted (immediately or after a deferral).
   uint64_t sent() const { return sent_.load(std::memory_order_relaxed); }
+  // Events waiting in the deferral queues for the agent's queue to have room.
+  int deferred() const { return deferred_total_.load(std::memory_order_relaxed); }
   // errno of the most recent refused datagram (0 if none): ENOENT/ECONNREFUSED agent down,
   // EAGAIN queue full.
   int last_errno() const { return last_errno_.load(std::memory_order_relaxed); }
@@ -178,6 +212,102 @@ class Client {
   }
 
  private:
+  // A try-only lock around the deferral queues: a caller that cannot take it at once drops its
+  // event instead of waiting. The word holds the owner's pid, so a child forked while another
+  // thread held it can take it over (the parent's deferred events are the parent's to send).
+  class DeferLock {
+   public:
+    explicit DeferLock(Client* c) : c_(c) {
+      const int32_t me = client_internal::CachedPid().load(std::memory_order_relaxed);
+      int32_t owner = 0;
+      if (c_->defer_owner_pid_.compare_exchange_strong(owner, me, std::memory_order_acquire)) {
+        held_ = true;
+      } else if (owner != me && c_->defer_owner_pid_.compare_exchange_strong(
+                                    owner, me, std::memory_order_acquire)) {
+        held_ = true;  // inherited across fork() from a thread that does not exist here
+        for (DeferQueue& q : c_->deferred_) q = DeferQueue{};
+        c_->deferred_total_.store(0, std::memory_order_relaxed);
+      }
+    }
+    ~DeferLock() {
+      if (held_) c_->defer_owner_pid_.store(0, std::memory_order_release);
+    }
+    bool held() const { return held_; }
+
+   private:
+    Client* c_;
+    bool held_ = false;
+  };
+
+  struct DeferQueue {
+    wire::Event events[kDeferCapacity];
+    int head = 0;
+    int count = 0;
+  };
+
+  // 0 if socket i accepted the event, else the errno.
+  int SendOne(int i, const wire::Event& event) {
+    if (fd_ < 0) return EBADF;
+    const ssize_t n = sendto(fd_, &event, sizeof(event), MSG_DONTWAIT | MSG_NOSIGNAL,
+                             reinterpret_cast<const sockaddr*>(&addresses_[i]), address_sizes_[i]);
+    if (n == static_cast<ssize_t>(sizeof(event))) {
+      sent_.fetch_add(1, std::memory_order_relaxed);
+      return 0;
+    }
+    return n < 0 ? errno : EMSGSIZE;
+  }
+
+  void Drop(int error, uint64_t count) {
+    last_errno_.store(error, std::memory_order_relaxed);
+    dropped_.fetch_add(count, std::memory_order_relaxed);
+  }
+
+  // Sends socket i's deferred events in order until the kernel refuses one (at most
+  // kDeferCapacity sendto calls). Requires the DeferLock.
+  void FlushLocked(int i) {
+    DeferQueue& q = deferred_[i];
+    while (q.count > 0) {
+      const int error = SendOne(i, q.events[q.head]);
+      if (error == EAGAIN) return;
+      if (error != 0) {  // the agent went away: what waited for it is lost
+        Drop(error, static_cast<uint64_t>(q.count));
+        deferred_total_.fetch_sub(q.count, std::memory_order_release);
+        q.count = 0;
+        return;
+      }
+      q.head = (q.head + 1) % kDeferCapacity;
+      --q.count;
+      deferred_total_.fetch_sub(1, std::memory_order_release);
+    }
+  }
+
+  // The slow path: flush what socket i has deferred, then send `event` or defer it.
+  void SendOrDefer(int i, const wire::Event& event) {
+    DeferLock lock(this);
+    if (!lock.held()) {
+      Drop(EAGAIN, 1);  // another thread is flushing: never wait for it
+      return;
+    }
+    FlushLocked(i);
+    DeferQueue& q = deferred_[i];
+    if (q.count == 0) {
+      const int error = SendOne(i, event);
+      if (error == 0) return;
+      if (error != EAGAIN) {
+        Drop(error, 1);
+        return;
+      }
+    }
+    if (q.count == kDeferCapacity) {
+      Drop(EAGAIN, 1);
+      return;
+    }
+    q.events[(q.head + q.count) % kDeferCapacity] = event;
+    ++q.count;
+    deferred_total_.fetch_add(1, std::memory_order_release);
+    last_errno_.store(EAGAIN, std::memory_order_relaxed);
+  }
+
   void EnsureInit() {
     std::call_once(init_once_, [this] { Init(); });
   }
@@ -227,6 +357,9 @@ class Client {
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> sent_{0};
   std::atomic<int> last_errno_{0};
+  std::atomic<int32_t> defer_owner_pid_{0};  // DeferLock
+  std::atomic<int> deferred_total_{0};
+  DeferQueue deferred_[wire::kMaxSockets];
 };
 
 }  // namespace titan

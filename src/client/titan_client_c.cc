@@ -21,6 +21,7 @@ int titan_checkpoint_end(int64_t step, int64_t bytes) { return C().CheckpointEnd
 int titan_mark(const char* name) { return C().Mark(OrEmpty(name)); }
 int titan_heartbeat(void) { return C().Heartbeat(); }
 int titan_goodbye(void) { return C().Goodbye(); }
+int titan_flush(void) { return C().Flush(); }
 void titan_set_rank(int32_t rank) { C().SetRank(rank); }
 uint64_t titan_dropped(void) { return C().dropped(); }
 uint64_t titan_sent(void) { return C().sent(); }

@@ -13,5 +13,6 @@ int titan_client_c_smoke(void) {
   accepted += titan_mark("c-mark");
   accepted += titan_heartbeat();
   accepted += titan_goodbye();
+  accepted += titan_flush() == 0 ? 0 : 100; /* nothing may be left deferred */
   return accepted;
 }

@@ -102,3 +102,35 @@ hung_training_step()
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_full_agent_queue_defers_then_flushes_in_order(tmp_path):
+    # The "agent" is a socket this test reads only later: its kernel queue fills up first.
+    code = f"""
+import socket, struct, titan.client as tc
+agent = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+agent.bind({str(tmp_path / "slow.sock")!r})
+results = [tc.step_begin(i) for i in range(200)]
+assert not all(results)
+assert tc.deferred() == 64, tc.deferred()
+assert tc.dropped() > 0
+steps = []
+def drain():
+    agent.setblocking(False)
+    try:
+        while True:
+            steps.append(struct.unpack_from("<q", agent.recv(64), 16)[0])
+    except BlockingIOError:
+        pass
+for _ in range(1000):
+    drain()
+    if tc.flush() == 0:
+        break
+drain()
+assert tc.deferred() == 0
+assert steps == sorted(steps) and len(set(steps)) == len(steps), steps
+assert len(steps) == tc.sent() == 200 - tc.dropped(), (len(steps), tc.sent(), tc.dropped())
+print("ok")
+"""
+    proc = run_python(code, str(tmp_path / "slow.sock"))
+    assert proc.stdout.strip() == "ok"
