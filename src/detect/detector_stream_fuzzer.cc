@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string_view>
 
 #include "src/detect/detector.h"
@@ -45,7 +46,9 @@ void FuzzStraggler(const uint8_t* data, size_t size) {
   titan::StragglerScorer scorer(options);
   for (size_t i = 0; i + 4 <= size; i += 4) {
     const int64_t rank = data[i] % 20;
-    const int64_t step = data[i + 1] == 255 ? 1'000'000 : data[i + 1];
+    const int64_t step = data[i + 1] == 255   ? 1'000'000
+                         : data[i + 1] == 254 ? std::numeric_limits<int64_t>::max()
+                                              : data[i + 1];
     const int64_t duration_ns = int64_t{data[i + 2]} << (data[i + 3] % 40);
     (void)scorer.Observe(rank, step, duration_ns).ok();
     if (i % 64 == 0) {

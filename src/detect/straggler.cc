@@ -76,7 +76,10 @@ std::vector<RankScore> StragglerScorer::Scores() const {
   std::vector<double> durations;
   std::vector<std::pair<double, size_t>> step_values;  // (duration, rank position), one step
 
-  for (int64_t step = std::max<int64_t>(0, max_step_ - window + 1); step <= max_step_; ++step) {
+  // Counted by offset so that a step number near INT64_MAX cannot overflow the loop variable.
+  const int64_t first_step = std::max<int64_t>(0, max_step_ - window + 1);
+  for (int64_t offset = 0; offset <= max_step_ - first_step; ++offset) {
+    const int64_t step = first_step + offset;
     step_values.clear();
     for (size_t r = 0; r < rank_count; ++r) {
       const Slot& slot = ranks_[r].slots[static_cast<size_t>(step % window)];

@@ -1,6 +1,7 @@
 #include "src/detect/straggler.h"
 
 #include <algorithm>
+#include <limits>
 #include <random>
 #include <tuple>
 
@@ -129,6 +130,13 @@ TEST(StragglerScorerTest, BoundedMemoryAndInputErrors) {
   ASSERT_EQ(scores.size(), 4u);
   EXPECT_EQ(scores[0].rank, 100);
   for (const RankScore& s : scores) EXPECT_EQ(s.steps_seen, 0);
+  // The largest step number works (no overflow walking the window).
+  const int64_t last = std::numeric_limits<int64_t>::max();
+  ASSERT_TRUE(scorer.Observe(100, last, 1000).ok());
+  ASSERT_TRUE(scorer.Observe(101, last, 3000).ok());
+  scores = scorer.Scores();
+  EXPECT_EQ(scores[0].steps_seen, 1);
+  EXPECT_EQ(scores[1].median_lateness_ns, 2000);
 }
 
 }  // namespace
