@@ -21,10 +21,10 @@ std::string Line(std::string_view name, uint64_t sectors_read, uint64_t sectors_
 }
 
 TEST(ParseDiskstatsTest, RecordedFile) {
+  // The parsed names point into the text: keep it alive.
+  const std::string text = testing::ReadFileOrDie(testing::FixturePath("proc/snap2/diskstats"));
   std::vector<DiskStats> stats;
-  ASSERT_TRUE(
-      ParseDiskstats(testing::ReadFileOrDie(testing::FixturePath("proc/snap2/diskstats")), &stats)
-          .ok());
+  ASSERT_TRUE(ParseDiskstats(text, &stats).ok());
   ASSERT_EQ(stats.size(), 10u);
   const DiskStats& vda = stats[8];
   EXPECT_EQ(vda.name, "vda");

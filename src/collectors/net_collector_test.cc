@@ -27,9 +27,10 @@ std::string NetDev(uint64_t eth_rx_bytes, uint64_t eth_tx_bytes) {
 }
 
 TEST(ParseNetDevTest, RecordedFile) {
+  // The parsed names point into the text: keep it alive.
+  const std::string text = testing::ReadFileOrDie(testing::FixturePath("proc/snap1/net/dev"));
   std::vector<NetDevStats> stats;
-  ASSERT_TRUE(
-      ParseNetDev(testing::ReadFileOrDie(testing::FixturePath("proc/snap1/net/dev")), &stats).ok());
+  ASSERT_TRUE(ParseNetDev(text, &stats).ok());
   ASSERT_EQ(stats.size(), 4u);
   EXPECT_EQ(stats[0].name, "lo");
   EXPECT_EQ(stats[3].name, "eth0");
