@@ -191,7 +191,8 @@ class Client {
     EnsureInit();
     return rank_.load(std::memory_order_relaxed);
   }
-  // Datagrams the kernel refused (agent down, queue full), one per event and socket.
+  // Datagrams lost, one per event and socket: the agent was down, or both its kernel queue and
+  // this client's deferral queue were full.
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   // Datagrams the kernel accepted (immediately or after a deferral).
   uint64_t sent() const { return sent_.load(std::memory_order_relaxed); }
