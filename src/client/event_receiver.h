@@ -33,8 +33,9 @@ namespace titan {
 
 struct EventReceiverOptions {
   std::string socket_path;
-  // Called on the receiver thread for every valid event, in arrival order. Must not block for
-  // long: while it runs, datagrams queue in the kernel (and senders drop them once it is full).
+  // Called on the receiver thread for every valid event, in arrival order. Must not throw, and
+  // must not block for long: while it runs, datagrams queue in the kernel and then in the
+  // senders' deferral queues, and are dropped once both are full.
   std::function<void(const wire::ParsedEvent&)> on_event;
   // SO_RCVBUF(FORCE) request; the kernel may grant less (see receive_buffer_bytes()).
   int receive_buffer_bytes = 8 << 20;
