@@ -7,6 +7,7 @@
 // against the real driver.
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -50,6 +51,7 @@ class FakeNvml {
     Resolve("titanFakeNvmlFail", &fail);
     Resolve("titanFakeNvmlPushSample", &push_sample);
     Resolve("titanFakeNvmlInjectXid", &inject_xid);
+    Resolve("titanFakeNvmlAutoSamples", &auto_samples);
     Resolve("titanFakeNvmlActiveInits", &active_inits);
     Resolve("titanFakeNvmlLiveEventSets", &live_event_sets);
     Resolve("titanFakeNvmlCalls", &calls);
@@ -68,6 +70,7 @@ class FakeNvml {
   titanFakeNvmlFailFn fail = nullptr;
   titanFakeNvmlPushSampleFn push_sample = nullptr;
   titanFakeNvmlInjectXidFn inject_xid = nullptr;
+  titanFakeNvmlAutoSamplesFn auto_samples = nullptr;
   titanFakeNvmlActiveInitsFn active_inits = nullptr;
   titanFakeNvmlLiveEventSetsFn live_event_sets = nullptr;
   titanFakeNvmlCallsFn calls = nullptr;
@@ -263,6 +266,28 @@ TEST_F(NvmlCollectorTest, BufferedDriverSamplesKeepADipBetweenTwoCollects) {
   EXPECT_EQ(Points(Find("titan_gpu_utilization_ratio", 1)).size(), 3u);
   EXPECT_DOUBLE_EQ(Last("titan_gpu_utilization_ratio", 1), 0.51);
   EXPECT_TRUE(Invalid().empty());
+}
+
+TEST_F(NvmlCollectorTest, DriverLikeSamplerGivesPointsBetweenCollects) {
+  UseFake(TITAN_FAKE_NVML_FULL, 1);
+  // Power sampled every 20 ms of real time, with a 700 W spike in every 5 samples.
+  const unsigned long long power_mw[] = {300000, 300000, 700000, 300000, 300000};
+  ASSERT_EQ(fake_->cycle(0, "power_mw", power_mw, 5), 0);
+  ASSERT_EQ(fake_->auto_samples(0, NVML_TOTAL_POWER_SAMPLES, 20'000), 0);
+  auto collector = Make();
+  ASSERT_TRUE(collector->Init(ctx_).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // >= 12 samples are due
+  const int64_t now_ns = WallNowNs();
+  ASSERT_TRUE(collector->Collect(now_ns).ok());
+  const Series* power = Find("titan_gpu_power_watts", 0);
+  ASSERT_NE(power, nullptr);
+  const std::vector<RecordedPoint> points = Points(power);
+  EXPECT_GE(points.size(), 10u) << "one Collect() records every sample since Init";
+  for (size_t k = 1; k < points.size(); ++k) {
+    EXPECT_EQ(points[k].time_ns - points[k - 1].time_ns, 20 * kNsPerMs) << k;
+  }
+  EXPECT_DOUBLE_EQ(power->Window(now_ns, 5).max, 700);
+  EXPECT_DOUBLE_EQ(power->Window(now_ns, 5).min, 300);
 }
 
 TEST_F(NvmlCollectorTest, ThrottleSecondsAccumulatePerReason) {

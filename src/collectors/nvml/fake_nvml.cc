@@ -45,7 +45,38 @@ struct FakeGpu {
   std::map<std::string, std::pair<std::vector<unsigned long long>, size_t>> cycles;
   std::map<std::string, nvmlReturn_t> failures;
   std::vector<nvmlSample_t> samples[kSamplingTypes];
+  // Driver-like sampler per sampling type: every period_us of real time, a sample of the type's
+  // field is added (generated lazily, when nvmlDeviceGetSamples is called). 0: off.
+  unsigned long long sample_period_us[kSamplingTypes] = {};
+  unsigned long long next_sample_us[kSamplingTypes] = {};
 };
+
+// The field each sampling type samples (nullptr: none).
+const char* SampledField(int type) {
+  switch (type) {
+    case NVML_TOTAL_POWER_SAMPLES:
+      return "power_mw";
+    case NVML_GPU_UTILIZATION_SAMPLES:
+      return "util";
+    case NVML_MEMORY_UTILIZATION_SAMPLES:
+      return "mem_util";
+    case NVML_PROCESSOR_CLK_SAMPLES:
+      return "sm_mhz";
+    case NVML_MEMORY_CLK_SAMPLES:
+      return "mem_mhz";
+    default:
+      return nullptr;
+  }
+}
+
+// The real driver keeps a ring of recent samples; so does the fake.
+constexpr size_t kMaxBufferedSamples = 128;
+
+unsigned long long WallNowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 struct State {
   std::mutex mutex;
@@ -129,6 +160,16 @@ void LoadScriptLocked(State& s) {
       std::vector<unsigned long long> values;
       for (unsigned long long v; words >> v;) values.push_back(v);
       if (!values.empty()) ForGpus(s, which, [&](FakeGpu& g) { g.cycles[name] = {values, 0}; });
+    } else if (verb == "samples") {
+      const int type = std::atoi(name.c_str());
+      unsigned long long period_ms = 0;
+      words >> period_ms;
+      if (type >= 0 && type < kSamplingTypes) {
+        ForGpus(s, which, [&](FakeGpu& g) {
+          g.sample_period_us[type] = period_ms * 1000;
+          g.next_sample_us[type] = WallNowUs();
+        });
+      }
     } else if (verb == "fail") {
       int code = 0;
       words >> code;
@@ -158,6 +199,27 @@ unsigned long long Value(FakeGpu& gpu, const char* field) {
     return v;
   }
   return gpu.values[field];
+}
+
+// Adds the samples the auto sampler of `type` would have taken up to now.
+[[maybe_unused]] void RunSampler(FakeGpu& gpu, int type) {
+  const unsigned long long period = gpu.sample_period_us[type];
+  const char* field = SampledField(type);
+  if (period == 0 || field == nullptr) return;
+  const unsigned long long now = WallNowUs();
+  if (gpu.next_sample_us[type] + kMaxBufferedSamples * period < now) {
+    gpu.next_sample_us[type] = now - kMaxBufferedSamples * period;  // the ring would have wrapped
+  }
+  std::vector<nvmlSample_t>& buffer = gpu.samples[type];
+  for (; gpu.next_sample_us[type] <= now; gpu.next_sample_us[type] += period) {
+    nvmlSample_t sample{};
+    sample.timeStamp = gpu.next_sample_us[type];
+    sample.sampleValue.uiVal = static_cast<unsigned int>(Value(gpu, field));
+    buffer.push_back(sample);
+  }
+  if (buffer.size() > kMaxBufferedSamples) {
+    buffer.erase(buffer.begin(), buffer.end() - kMaxBufferedSamples);
+  }
 }
 
 nvmlReturn_t CopyString(const std::string& text, char* out, unsigned int length) {
@@ -223,6 +285,16 @@ FAKE_EXPORT int titanFakeNvmlPushSample(unsigned int gpu, int sampling_type,
   sample.timeStamp = timestamp_us;
   sample.sampleValue.uiVal = value;
   s.gpus[gpu].samples[sampling_type].push_back(sample);
+  return 0;
+}
+
+FAKE_EXPORT int titanFakeNvmlAutoSamples(unsigned int gpu, int sampling_type,
+                                         unsigned long long period_us) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (gpu >= s.count || SampledField(sampling_type) == nullptr) return -1;
+  s.gpus[gpu].sample_period_us[sampling_type] = period_us;
+  s.gpus[gpu].next_sample_us[sampling_type] = WallNowUs();
   return 0;
 }
 
@@ -431,6 +503,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, nvmlSamplingT
       sample_count == nullptr) {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
+  RunSampler(*gpu, index);
   std::vector<nvmlSample_t> newer;
   for (const nvmlSample_t& sample : gpu->samples[index]) {
     if (sample.timeStamp > last_seen_timestamp_us) newer.push_back(sample);

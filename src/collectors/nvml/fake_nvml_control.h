@@ -16,6 +16,8 @@
 //   set GPU|* FIELD VALUE
 //   cycle GPU|* FIELD V1 V2 ...      (each read returns the next value, round robin)
 //   fail GPU|* FUNCTION NVML_RETURN  (e.g. "fail 3 nvmlDeviceGetTemperature 3")
+//   samples GPU|* SAMPLING_TYPE PERIOD_MS  (driver-like sampler, see titanFakeNvmlAutoSamples;
+//                                       e.g. "samples * 0 20" and "samples * 1 166")
 // and otherwise has 8 GPUs with the defaults.
 #pragma once
 
@@ -34,6 +36,11 @@ typedef int (*titanFakeNvmlFailFn)(unsigned int gpu, const char* function, int n
 // NVML_VALUE_TYPE_UNSIGNED_INT), stamped `timestamp_us` (microseconds since the epoch).
 typedef int (*titanFakeNvmlPushSampleFn)(unsigned int gpu, int sampling_type,
                                          unsigned long long timestamp_us, unsigned int value);
+// Turns on a driver-like sampler: from now on, every `period_us` of real time a sample of the
+// type's field (power_mw, util, mem_util, sm_mhz, mem_mhz) is buffered for nvmlDeviceGetSamples,
+// the newest 128 kept, as the driver does. 0 turns it off.
+typedef int (*titanFakeNvmlAutoSamplesFn)(unsigned int gpu, int sampling_type,
+                                          unsigned long long period_us);
 // Queues an XID critical error event for `gpu`.
 typedef int (*titanFakeNvmlInjectXidFn)(unsigned int gpu, unsigned long long xid);
 // nvmlInit_v2 calls minus nvmlShutdown calls.
