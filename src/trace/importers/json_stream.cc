@@ -213,6 +213,11 @@ Status JsonStream::StreamArray(const Handler& handler) {
         error = scan(region + 1);
         buf_[pos_ + region] = saved;
       }
+      if (error == simdjson::UNCLOSED_STRING && eof_) {
+        return Error(StatusCode::kDataLoss, base_ + end_,
+                     "the JSON document ends inside a string (truncated file?); re-copy or "
+                     "re-export the trace");
+      }
       if (error == simdjson::UTF8_ERROR) {
         return Error(StatusCode::kInvalidArgument, base_ + pos_,
                      "invalid UTF-8 in the trace events after this point; the file is corrupt");

@@ -1,0 +1,42 @@
+// The `titan trace analyze` pipeline: expand paths to trace files, import and analyse ranks in
+// parallel on a bounded number of threads (each rank's events are dropped as soon as its small
+// summary exists, so memory is about threads x one rank's compact events), then match ranks.
+// A file that fails to import is reported by name and the other ranks are still analysed.
+// Thread safety: AnalyzeTraces starts and joins its own threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/trace/analyses/cross_rank.h"
+#include "src/trace/analyses/hta_compat.h"
+#include "src/trace/analyses/rank_summary.h"
+
+namespace titan::trace {
+
+struct AnalyzeOptions {
+  bool hta_compat = false;
+  int threads = 2;
+  int top_collectives = 5;
+  SummaryOptions summary;
+  HtaOptions hta;
+};
+
+struct AnalysisResult {
+  std::vector<RankSummary> ranks;  // by rank
+  std::vector<HtaRankResult> hta;  // by rank, with --hta-compat
+  CrossRankResult cross;
+  std::vector<std::string> errors;  // one line per file that could not be used
+  uint64_t input_bytes = 0;         // uncompressed JSON analysed
+  double seconds = 0;
+};
+
+// Files named by `paths`: files as given; directories contribute their *.json and *.json.gz
+// files (sorted). Errors for missing paths and directories without traces.
+Result<std::vector<std::string>> ExpandTracePaths(const std::vector<std::string>& paths);
+
+AnalysisResult AnalyzeTraces(const std::vector<std::string>& files, const AnalyzeOptions& options);
+
+}  // namespace titan::trace

@@ -1,0 +1,263 @@
+#include "src/trace/importers/importer.h"
+
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "src/trace/importers/event_batch.h"
+#include "src/trace/testing/synthetic.h"
+
+namespace titan::trace {
+namespace {
+
+std::string Gzip(std::string_view data) {
+  z_stream zs{};
+  deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&zs, data.size()), '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+Result<RankTrace> FromMemory(const std::string& data, const std::string& name = "mem.json") {
+  auto source = MemorySource(data, name);
+  return ImportTrace(source.get(), name);
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/titan_trace_test_XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string Write(const std::string& name, const std::string& data) const {
+    std::string p = path_ + "/" + name;
+    std::ofstream(p, std::ios::binary) << data;
+    return p;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(MicrosToNanos, RecoversTheDecimalKinetoWrote) {
+  int64_t ns = 0;
+  ASSERT_TRUE(MicrosToNanos(4458676522690.655, &ns));
+  EXPECT_EQ(ns, 4458676522690655);
+  ASSERT_TRUE(MicrosToNanos(156.777, &ns));
+  EXPECT_EQ(ns, 156777);
+  ASSERT_TRUE(MicrosToNanos(0.001, &ns));
+  EXPECT_EQ(ns, 1);
+  bool is_float = false;
+  ASSERT_TRUE(internal::ParseMicrosToken("1682725898236567", &ns, &is_float));
+  EXPECT_EQ(ns, 1682725898236567000);
+  EXPECT_FALSE(is_float);
+  ASSERT_TRUE(internal::ParseMicrosToken("68.0", &ns, &is_float));
+  EXPECT_EQ(ns, 68000);
+  EXPECT_TRUE(is_float);
+  ASSERT_TRUE(internal::ParseMicrosToken("-1.5", &ns, &is_float));
+  EXPECT_EQ(ns, -1500);
+  EXPECT_FALSE(internal::ParseMicrosToken("12abc", &ns, &is_float));
+}
+
+TEST(KinetoImporter, ReadsEventsMetadataAndCollectives) {
+  testing::SyntheticOptions o;
+  o.rank = 3;
+  o.steps = 2;
+  Result<RankTrace> t = FromMemory(testing::KinetoTrace(o));
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->rank, 3);
+  EXPECT_EQ(t->rank_source, "distributedInfo");
+  EXPECT_EQ(t->world_size, 4);
+  EXPECT_TRUE(t->wall_clock);
+  EXPECT_EQ(t->format, TraceFormat::kKineto);
+  EXPECT_EQ(t->ops.size(), 2u * 7);     // 7 complete events per step
+  EXPECT_EQ(t->stats.flow_events, 2u);  // one ac2g per step
+  EXPECT_FALSE(t->hta_float_ts);
+  int kernels = 0;
+  for (const Op& op : t->ops) {
+    if (op.kind != EventKind::kKernel) continue;
+    ++kernels;
+    EXPECT_EQ(op.stream, 7);
+    EXPECT_GT(op.correlation, 1000);
+  }
+  EXPECT_EQ(kernels, 4);
+  ASSERT_FALSE(t->collectives.empty());
+  EXPECT_EQ(t->strings.Get(t->collectives.back().collective_name), "allreduce");
+  EXPECT_EQ(t->collectives.back().in_nelems, 1048576);
+}
+
+TEST(KinetoImporter, LargeTracesCrossBatchAndBufferBoundaries) {
+  // Names with JSON-like content and escapes stress the structural scan; > 8 MiB forces
+  // several buffer refills and batches, single-line and pretty-printed.
+  for (bool pretty : {false, true}) {
+    std::string events;
+    const int n = 60000;
+    for (int i = 0; i < n; ++i) {
+      if (i) events += pretty ? ",\n  " : ",";
+      events += fmt::format(
+          R"({{"ph": "X", "cat": "cpu_op", "name": "op \"{}\" }}, {{ [x] \\", "pid": 1, "tid": 2, "ts": {}.5, "dur": 3, "args": {{"note": "a,b}}]{{", "nested": [[1, 2], {{"k": "v"}}]}}}})",
+          i, 1000 + i);
+    }
+    std::string doc = R"({"traceEvents": [)" + events + R"(], "distributedInfo": {"rank": 5}})";
+    ASSERT_GT(doc.size(), 8u << 20);
+    for (bool gz : {false, true}) {
+      Result<RankTrace> t = FromMemory(gz ? Gzip(doc) : doc);
+      ASSERT_TRUE(t.ok()) << t.status().ToString();
+      EXPECT_EQ(t->ops.size(), static_cast<size_t>(n));
+      EXPECT_EQ(t->rank, 5);
+      EXPECT_TRUE(t->hta_float_ts);
+      EXPECT_EQ(t->ops[n - 1].ts_ns, (1000 + n - 1) * 1000 + 500);
+      EXPECT_EQ(t->Name(t->ops[7]), "op \"7\" }, { [x] \\");
+      EXPECT_EQ(t->input_bytes, doc.size());
+    }
+  }
+}
+
+TEST(LegacyImporter, ReadsTheAutogradProfilerArray) {
+  std::string doc =
+      R"([{"name": "ProfilerStep#1", "ph": "X", "ts": 161, "dur": 63727, "tid": 1, "pid": "CPU functions", "args": {}},)"
+      R"( {"name": "gloo:all_reduce", "ph": "X", "ts": 22295, "dur": 24236, "tid": 2, "pid": "CPU functions", "args": {}}])";
+  Result<RankTrace> t = FromMemory(doc);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->format, TraceFormat::kLegacyAutograd);
+  EXPECT_FALSE(t->wall_clock);
+  ASSERT_EQ(t->ops.size(), 2u);
+  EXPECT_EQ(t->ops[0].kind, EventKind::kUserAnnotation);
+  EXPECT_EQ(t->ops[1].kind, EventKind::kCpuOp);
+  EXPECT_EQ(t->ops[1].dur_ns, 24236000);
+  EXPECT_EQ(t->rank, -1);  // resolved from the file name by ImportTraceFile
+}
+
+TEST(ImportTraceFile, RankFromFileNameWithWarningElseError) {
+  TempDir dir;
+  std::string legacy =
+      R"([{"name": "aten::mm", "ph": "X", "ts": 1, "dur": 2, "tid": 1, "pid": "CPU functions"}])";
+  Result<RankTrace> t = ImportTraceFile(dir.Write("worker_rank-12.json", legacy));
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->rank, 12);
+  EXPECT_EQ(t->rank_source, "file name");
+  ASSERT_EQ(t->warnings.size(), 1u);
+  Result<RankTrace> none = ImportTraceFile(dir.Write("trace.json", legacy));
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("trace.json"), std::string_view::npos);
+  EXPECT_NE(none.status().message().find("cannot tell which rank"), std::string_view::npos);
+  EXPECT_EQ(RankFromFileName("/x/rank3.json"), 3);
+  EXPECT_EQ(RankFromFileName("host_7.1690000.pt.trace.json.gz"), 7);
+}
+
+TEST(ImportTraceFile, TruncatedGzipNamesTheFileAndTheOffset) {
+  TempDir dir;
+  testing::SyntheticOptions o;
+  o.steps = 50;
+  std::string gz = Gzip(testing::KinetoTrace(o));
+  std::string path = dir.Write("rank0.json.gz", gz.substr(0, gz.size() / 2));
+  Result<RankTrace> t = ImportTraceFile(path);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(t.status().message().find(path), std::string_view::npos);
+  EXPECT_NE(t.status().message().find("truncated"), std::string_view::npos);
+  EXPECT_NE(t.status().message().find("compressed byte"), std::string_view::npos);
+}
+
+TEST(ImportTraceFile, CorruptGzipIsDataLoss) {
+  TempDir dir;
+  std::string gz = Gzip(testing::KinetoTrace({}));
+  for (size_t i = 20; i < gz.size() - 20; i += 7) gz[i] ^= 0x5a;
+  Result<RankTrace> t = ImportTraceFile(dir.Write("rank0.json.gz", gz));
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kDataLoss) << t.status().ToString();
+}
+
+TEST(ImportTraceFile, CorruptJsonGivesTheByteOffsetOfTheBadEvent) {
+  TempDir dir;
+  std::string good = testing::KinetoTrace({});
+  size_t at = good.find("\"ts\": ", good.find("cudaLaunchKernel"));
+  std::string bad = good;
+  bad.replace(at, 6, "\"ts\": @");
+  std::string path = dir.Write("rank0.json", bad);
+  Result<RankTrace> t = ImportTraceFile(path);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+  size_t event_start = bad.rfind('{', at);
+  EXPECT_NE(t.status().message().find(fmt::format("at byte {}", event_start)),
+            std::string_view::npos)
+      << t.status().ToString();
+  EXPECT_NE(t.status().message().find(path), std::string_view::npos);
+}
+
+TEST(ImportTraceFile, TruncatedJsonAndNonTraces) {
+  TempDir dir;
+  std::string good = testing::KinetoTrace({});
+  Result<RankTrace> t = ImportTraceFile(dir.Write("rank0.json", good.substr(0, good.size() - 40)));
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kDataLoss) << t.status().ToString();
+
+  Result<RankTrace> obj = ImportTraceFile(dir.Write("rank1.json", R"({"hello": [1, 2, 3]})"));
+  ASSERT_FALSE(obj.ok());
+  EXPECT_NE(obj.status().message().find("no \"traceEvents\""), std::string_view::npos);
+
+  Result<RankTrace> text = ImportTraceFile(dir.Write("rank2.json", "hello world"));
+  ASSERT_FALSE(text.ok());
+  EXPECT_NE(text.status().message().find("not a JSON profiler trace"), std::string_view::npos);
+
+  Result<RankTrace> empty = ImportTraceFile(dir.Write("rank3.json", ""));
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("empty"), std::string_view::npos);
+
+  Result<RankTrace> missing = ImportTraceFile(dir.path() + "/nope.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+TEST(ImportTraceFile, UnknownCategoriesAndNegativeDurationsAreCountedNotFatal) {
+  std::string doc =
+      R"({"traceEvents": [{"ph": "X", "cat": "mystery", "name": "a", "ts": 1, "dur": -5, "pid": 1, "tid": 1},)"
+      R"( {"ph": "X", "name": "no cat", "ts": 2, "dur": 1, "pid": 1, "tid": 1}, {"ph": "X", "cat": "cpu_op", "name": "no ts", "dur": 1}],)"
+      R"( "distributedInfo": {"rank": 0}})";
+  Result<RankTrace> t = FromMemory(doc);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->stats.unknown_category, 2u);
+  EXPECT_EQ(t->stats.negative_durations, 1u);
+  EXPECT_EQ(t->stats.missing_fields, 1u);
+  EXPECT_TRUE(t->hta_float_ts);  // a missing ts makes pandas' column float
+}
+
+TEST(EventBatch, OnDemandAndDomAgree) {
+  testing::SyntheticOptions o;
+  o.steps = 3;
+  std::string doc = testing::KinetoTrace(o);
+  size_t begin = doc.find('[');
+  size_t end = doc.rfind(']');
+  std::string batch = doc.substr(begin, end - begin + 1);
+  std::string padded = batch + std::string(64, ' ');
+  RankTrace a, b;
+  ASSERT_TRUE(
+      internal::ParseEventBatchDom(padded.data(), batch.size(), padded.size(), {}, 0, &a).ok());
+  ASSERT_TRUE(ParseEventBatch(padded.data(), batch.size(), padded.size(), {}, 0, &b).ok());
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    EXPECT_EQ(a.ops[i].ts_ns, b.ops[i].ts_ns);
+    EXPECT_EQ(a.ops[i].dur_ns, b.ops[i].dur_ns);
+    EXPECT_EQ(a.ops[i].correlation, b.ops[i].correlation);
+    EXPECT_EQ(a.ops[i].stream, b.ops[i].stream);
+    EXPECT_EQ(a.Name(a.ops[i]), b.Name(b.ops[i]));
+  }
+  EXPECT_EQ(a.collectives.size(), b.collectives.size());
+  std::printf("batch parser in use: %s\n", EventBatchParserName());
+}
+
+}  // namespace
+}  // namespace titan::trace

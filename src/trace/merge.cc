@@ -1,0 +1,135 @@
+#include "src/trace/merge.h"
+
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include "src/trace/importers/byte_source.h"
+#include "src/trace/importers/importer.h"
+#include "src/trace/importers/json_stream.h"
+
+namespace titan::trace {
+namespace {
+
+class Writer {
+ public:
+  explicit Writer(FILE* f) : f_(f) {}
+  void Event(const std::string& json) {
+    std::fputs(first_ ? "\n" : ",\n", f_);
+    std::fputs(json.c_str(), f_);
+    first_ = false;
+  }
+
+ private:
+  FILE* f_;
+  bool first_ = true;
+};
+
+std::string Micros(int64_t ns) {
+  int64_t whole = ns / 1000, frac = ns % 1000;
+  if (frac < 0) {
+    frac += 1000;
+    whole -= 1;
+  }
+  return frac == 0 ? fmt::format("{}", whole) : fmt::format("{}.{:03d}", whole, frac);
+}
+
+// Re-emits one event with `pid` rewritten and `ts` moved by `offset_ns`.
+std::string Rewrite(simdjson::dom::object event, const std::string& pid_prefix, int64_t offset_ns,
+                    bool rewrite) {
+  std::string out = "{";
+  bool first = true;
+  for (auto [key, value] : event) {
+    if (!first) out += ',';
+    first = false;
+    out += '"';
+    out += key;
+    out += "\":";
+    if (rewrite && key == "ts") {
+      int64_t ns = 0;
+      double d;
+      int64_t i;
+      if (!value.get_int64().get(i)) {
+        ns = i * 1000;
+      } else if (!value.get_double().get(d)) {
+        MicrosToNanos(d, &ns);
+      }
+      out += Micros(ns + offset_ns);
+    } else if (rewrite && key == "pid") {
+      std::string pid = simdjson::minify(value);
+      if (!pid.empty() && pid.front() == '"') pid = pid.substr(1, pid.size() - 2);
+      out += '"' + pid_prefix + pid + '"';
+    } else {
+      out += simdjson::minify(value);
+    }
+  }
+  return out + "}";
+}
+
+Status StreamEvents(
+    const std::string& path, const std::function<Status(simdjson::dom::object)>& on_event,
+    const std::function<void(std::string_view, simdjson::dom::element)>& on_member) {
+  TITAN_ASSIGN_OR_RETURN(std::unique_ptr<ByteSource> source, OpenTraceFile(path));
+  JsonStream stream(source.get(), path);
+  JsonStream::Handler h;
+  h.on_event = [&](simdjson::dom::object e, const OffsetMap&) { return on_event(e); };
+  h.on_member = [&](std::string_view key, simdjson::dom::element v, const OffsetMap&) {
+    on_member(key, v);
+    return OkStatus();
+  };
+  TopLevel top;
+  bool saw = false;
+  TITAN_RETURN_IF_ERROR(stream.Run(h, &top, &saw));
+  if (!saw) return InvalidArgumentError(fmt::format("{}: no traceEvents array", path));
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<MergeStats> MergeTelemetry(const std::vector<std::string>& trace_files,
+                                  const std::string& agent_dump, const std::string& out_path) {
+  MergeStats stats;
+  FILE* f = std::fopen(out_path.c_str(), "w");
+  if (f == nullptr) return ErrnoError(errno, fmt::format("writing {}", out_path));
+  std::unique_ptr<FILE, int (*)(FILE*)> closer(f, &std::fclose);
+  std::fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [", f);
+  Writer w(f);
+  for (const std::string& path : trace_files) {
+    // First pass: rank and clock (small: metadata only is kept).
+    TITAN_ASSIGN_OR_RETURN(RankTrace meta, ImportTraceFile(path));
+    if (!meta.wall_clock) {
+      stats.warnings.push_back(fmt::format(
+          "{}: the trace has no wall clock (legacy profiler); its events keep their own "
+          "timeline and will not line up with the agent's counters",
+          path));
+    }
+    int64_t offset_ns = meta.epoch_offset_ns;
+    std::string prefix = fmt::format("rank {}: ", meta.rank);
+    meta = RankTrace();  // free the events
+    TITAN_RETURN_IF_ERROR(StreamEvents(
+        path,
+        [&](simdjson::dom::object e) {
+          w.Event(Rewrite(e, prefix, offset_ns, true));
+          stats.rank_events++;
+          return OkStatus();
+        },
+        [](std::string_view, simdjson::dom::element) {}));
+  }
+  if (!agent_dump.empty()) {
+    TITAN_RETURN_IF_ERROR(StreamEvents(
+        agent_dump,
+        [&](simdjson::dom::object e) {
+          w.Event(Rewrite(e, "", 0, false));
+          stats.agent_events++;
+          return OkStatus();
+        },
+        [](std::string_view, simdjson::dom::element) {}));
+  }
+  std::fputs("\n]}\n", f);
+  if (std::ferror(f)) return ErrnoError(errno, fmt::format("writing {}", out_path));
+  return stats;
+}
+
+}  // namespace titan::trace

@@ -1,0 +1,354 @@
+#include "src/trace/report.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "src/trace/analyses/hta_compat.h"
+
+namespace titan::trace {
+namespace {
+
+double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+std::string Pct(int64_t part, int64_t whole) {
+  if (whole <= 0) return "-";
+  return fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+std::string Short(std::string_view s, size_t n = 70) {
+  if (s.size() <= n) return std::string(s);
+  return std::string(s.substr(0, n - 3)) + "...";
+}
+
+std::string CsvField(std::string_view s) {
+  if (s.find_first_of(",\"\n") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+void PrintHta(const AnalysisResult& r, FILE* out) {
+  std::fprintf(out, "\nHTA-compatible temporal breakdown (us):\n");
+  std::fprintf(out, "  %-5s %12s %12s %12s %12s %7s %7s %7s\n", "rank", "idle", "compute",
+               "non-compute", "kernel", "idle%", "comp%", "other%");
+  for (const HtaRankResult& h : r.hta) {
+    std::fprintf(out, "  %-5d %12.0f %12.0f %12.0f %12.0f %7.2f %7.2f %7.2f\n", h.rank, h.idle_us,
+                 h.compute_us, h.non_compute_us, h.kernel_us, h.idle_pct, h.compute_pct,
+                 h.non_compute_pct);
+  }
+  std::fprintf(out, "HTA-compatible kernel types (all ranks):\n");
+  for (const HtaKernelTypeRow& row : HtaKernelTypeTable(r.hta)) {
+    std::fprintf(out, "  %-58s %12lld us %5.1f%%\n", row.kernel_type.c_str(),
+                 static_cast<long long>(row.sum_us), row.percentage);
+  }
+  std::fprintf(out, "HTA-compatible communication/computation overlap:");
+  for (const HtaRankResult& h : r.hta) {
+    std::fprintf(out, "  rank %d %s%%", h.rank, PyFloat(h.comm_comp_overlap_pct).c_str());
+  }
+  std::fprintf(out, "\n");
+}
+
+}  // namespace
+
+void PrintTextReport(const AnalysisResult& r, bool hta_compat, FILE* out) {
+  double mb = static_cast<double>(r.input_bytes) / 1e6;
+  std::fprintf(out, "titan trace: %zu rank(s), %lld step(s), %.1f MB of trace JSON in %.2f s\n",
+               r.ranks.size(), static_cast<long long>(r.cross.steps), mb, r.seconds);
+  for (const std::string& e : r.errors) std::fprintf(out, "error: %s\n", e.c_str());
+  for (const RankSummary& s : r.ranks) {
+    for (const std::string& w : s.warnings) {
+      std::fprintf(out, "warning: rank %d (%s): %s\n", s.rank, s.path.c_str(), w.c_str());
+    }
+  }
+  if (r.ranks.empty()) return;
+  std::fprintf(out, "clock: %s\n", r.cross.clock.c_str());
+
+  std::fprintf(out, "\nwhere the time goes (all steps; %s timeline):\n",
+               r.ranks.front().has_gpu ? "GPU" : "CPU main-thread");
+  std::fprintf(out, "  %-5s %10s %9s %9s %9s %9s  %s\n", "rank", "steps ms", "compute", "exp.comm",
+               "exp.mem", "idle", "verdict");
+  for (const RankSummary& s : r.ranks) {
+    int64_t wall = s.total.wall_ns();
+    std::fprintf(out, "  %-5d %10.2f %9s %9s %9s %9s  %s\n", s.rank, Ms(wall),
+                 Pct(s.total.compute_ns, wall).c_str(), Pct(s.total.exposed_comm_ns, wall).c_str(),
+                 Pct(s.total.exposed_mem_ns, wall).c_str(), Pct(s.total.idle_ns, wall).c_str(),
+                 s.verdict.c_str());
+  }
+
+  std::fprintf(out, "\nper step (ms):\n  %-20s %-5s %9s %9s %9s %9s %9s\n", "step", "rank", "wall",
+               "compute", "exp.comm", "exp.mem", "idle");
+  size_t printed = 0;
+  for (const RankSummary& s : r.ranks) {
+    for (const StepBreakdown& b : s.steps) {
+      if (++printed > 64) break;
+      std::fprintf(out, "  %-20s %-5d %9.2f %9.2f %9.2f %9.2f %9.2f\n", b.name.c_str(), s.rank,
+                   Ms(b.wall_ns()), Ms(b.compute_ns), Ms(b.exposed_comm_ns), Ms(b.exposed_mem_ns),
+                   Ms(b.idle_ns));
+    }
+  }
+  if (printed > 64) std::fprintf(out, "  ... (%zu rows; see --csv)\n", printed);
+  if (r.ranks.size() > 1) {
+    std::fprintf(out, "step-time spread across ranks:\n");
+    for (const StepSpread& sp : r.cross.step_spread) {
+      std::fprintf(
+          out,
+          "  step %-6lld %9.2f .. %9.2f ms  (spread %.2f ms; fastest rank %d, slowest rank %d)\n",
+          static_cast<long long>(sp.step), Ms(sp.min_ns), Ms(sp.max_ns), Ms(sp.max_ns - sp.min_ns),
+          sp.fastest_rank, sp.slowest_rank);
+    }
+  }
+
+  if (r.ranks.size() > 1) {
+    std::fprintf(out, "\ncollectives: %lld matched across ranks, %lld seen on one rank only\n",
+                 static_cast<long long>(r.cross.matched),
+                 static_cast<long long>(r.cross.unmatched));
+    for (const RankWaits& w : r.cross.ranks) {
+      std::fprintf(out,
+                   "  rank %-4d waited %9.2f ms for later ranks; last at %lld of %lld; others "
+                   "waited %.2f ms for it\n",
+                   w.rank, Ms(w.wait_ns), static_cast<long long>(w.times_last),
+                   static_cast<long long>(w.matched), Ms(w.cost_ns));
+    }
+    if (!r.cross.worst.empty()) std::fprintf(out, "  largest arrival skew:\n");
+    for (const MatchedCollective& m : r.cross.worst) {
+      std::string waits;
+      for (auto& [rank, ns] : m.wait_ns) {
+        if (ns > 0) waits += fmt::format(" rank {} waited {:.2f} ms;", rank, Ms(ns));
+      }
+      std::fprintf(out,
+                   "    %s #%lld (group %s, step %lld): skew %.2f ms, last rank %d (alone cost "
+                   "%.2f ms);%s\n",
+                   m.collective.empty() ? "seq" : m.collective.c_str(),
+                   static_cast<long long>(m.key), m.process_group.c_str(),
+                   static_cast<long long>(m.step), Ms(m.skew_ns), m.last_rank, Ms(m.last_cost_ns),
+                   waits.c_str());
+    }
+    std::fprintf(out, "stragglers:");
+    if (r.cross.stragglers.empty()) std::fprintf(out, " none\n");
+    std::fprintf(out, "\n");
+    for (const Straggler& st : r.cross.stragglers) {
+      std::fprintf(
+          out, "  rank %d: last at %lld of %lld collectives; others wait %.2f ms per step for it\n",
+          st.rank, static_cast<long long>(st.times_last), static_cast<long long>(st.matched),
+          Ms(st.cost_per_step_ns));
+    }
+  }
+
+  std::fprintf(out, "\nlargest idle gaps:\n");
+  for (const RankSummary& s : r.ranks) {
+    for (const IdleGap& g : s.top_gaps) {
+      std::string launch;
+      if (g.launch_after_gap_ns >= 0) {
+        launch = fmt::format("; launched {:.2f} ms after the gap began", Ms(g.launch_after_gap_ns));
+      }
+      std::fprintf(
+          out, "  rank %-4d step %-6lld %9.2f ms  before %s%s%s%s\n", s.rank,
+          static_cast<long long>(g.step), Ms(g.length_ns), Short(g.next_op, 60).c_str(),
+          g.launched_by.empty() ? "" : (" (launched by " + Short(g.launched_by, 50) + ")").c_str(),
+          launch.c_str(),
+          g.cpu_before.empty() ? "" : ("; CPU was in " + Short(g.cpu_before, 50)).c_str());
+    }
+  }
+  bool any_launch = false;
+  for (const RankSummary& s : r.ranks) any_launch = any_launch || s.launch_delay.count > 0;
+  if (any_launch) {
+    std::fprintf(out, "launch delay (GPU start minus launch call start):\n");
+    for (const RankSummary& s : r.ranks) {
+      const Distribution& d = s.launch_delay;
+      std::fprintf(out, "  rank %-4d n=%lld p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n",
+                   s.rank, static_cast<long long>(d.count), d.p50_ns / 1e3, d.p90_ns / 1e3,
+                   d.p99_ns / 1e3, d.max_ns / 1e3);
+    }
+  }
+  std::fprintf(out, "\nverdicts:\n");
+  for (const RankSummary& s : r.ranks) {
+    std::fprintf(out, "  rank %d: %s: %s\n", s.rank, s.verdict.c_str(), s.evidence.c_str());
+  }
+  if (hta_compat) PrintHta(r, out);
+}
+
+std::string JsonReport(const AnalysisResult& r, bool hta_compat) {
+  using nlohmann::json;
+  json j;
+  j["ranks_analysed"] = r.ranks.size();
+  j["input_bytes"] = r.input_bytes;
+  j["seconds"] = r.seconds;
+  j["errors"] = r.errors;
+  j["clock"] = r.cross.clock;
+  json ranks = json::array();
+  auto step_json = [](const StepBreakdown& b) {
+    return json{{"name", b.name},
+                {"number", b.number},
+                {"wall_ns", b.wall_ns()},
+                {"compute_ns", b.compute_ns},
+                {"exposed_comm_ns", b.exposed_comm_ns},
+                {"exposed_mem_ns", b.exposed_mem_ns},
+                {"idle_ns", b.idle_ns}};
+  };
+  for (const RankSummary& s : r.ranks) {
+    json rank{{"rank", s.rank},
+              {"path", s.path},
+              {"format", std::string(TraceFormatName(s.format))},
+              {"has_gpu", s.has_gpu},
+              {"input_bytes", s.input_bytes},
+              {"ops", s.ops},
+              {"warnings", s.warnings},
+              {"verdict", s.verdict},
+              {"evidence", s.evidence},
+              {"total", step_json(s.total)},
+              {"dataloader_ns", s.dataloader_ns},
+              {"launch_delay_ns",
+               {{"count", s.launch_delay.count},
+                {"p50", s.launch_delay.p50_ns},
+                {"p90", s.launch_delay.p90_ns},
+                {"p99", s.launch_delay.p99_ns},
+                {"max", s.launch_delay.max_ns}}},
+              {"import",
+               {{"events", s.stats.events},
+                {"complete_events", s.stats.complete_events},
+                {"unknown_category", s.stats.unknown_category},
+                {"negative_durations", s.stats.negative_durations},
+                {"missing_fields", s.stats.missing_fields}}}};
+    json steps = json::array();
+    for (const StepBreakdown& b : s.steps) steps.push_back(step_json(b));
+    rank["steps"] = steps;
+    json gaps = json::array();
+    for (const IdleGap& g : s.top_gaps) {
+      gaps.push_back({{"step", g.step},
+                      {"length_ns", g.length_ns},
+                      {"begin_ns", g.begin_ns},
+                      {"next_op", g.next_op},
+                      {"launched_by", g.launched_by},
+                      {"cpu_before", g.cpu_before},
+                      {"launch_after_gap_ns", g.launch_after_gap_ns}});
+    }
+    rank["largest_idle_gaps"] = gaps;
+    rank["collectives"] = s.collectives.size();
+    ranks.push_back(rank);
+  }
+  j["ranks"] = ranks;
+  json cross{
+      {"matched", r.cross.matched}, {"unmatched", r.cross.unmatched}, {"steps", r.cross.steps}};
+  json waits = json::array();
+  for (const RankWaits& w : r.cross.ranks) {
+    waits.push_back({{"rank", w.rank},
+                     {"matched", w.matched},
+                     {"times_last", w.times_last},
+                     {"wait_ns", w.wait_ns},
+                     {"cost_ns", w.cost_ns}});
+  }
+  cross["ranks"] = waits;
+  json worst = json::array();
+  for (const MatchedCollective& m : r.cross.worst) {
+    json wj = json::array();
+    for (auto& [rank, ns] : m.wait_ns) wj.push_back({{"rank", rank}, {"wait_ns", ns}});
+    worst.push_back({{"process_group", m.process_group},
+                     {"collective", m.collective},
+                     {"key", m.key},
+                     {"step", m.step},
+                     {"last_rank", m.last_rank},
+                     {"skew_ns", m.skew_ns},
+                     {"last_cost_ns", m.last_cost_ns},
+                     {"waits", wj}});
+  }
+  cross["largest_skew"] = worst;
+  json stragglers = json::array();
+  for (const Straggler& st : r.cross.stragglers) {
+    stragglers.push_back({{"rank", st.rank},
+                          {"times_last", st.times_last},
+                          {"matched", st.matched},
+                          {"cost_per_step_ns", st.cost_per_step_ns}});
+  }
+  cross["stragglers"] = stragglers;
+  json spread = json::array();
+  for (const StepSpread& sp : r.cross.step_spread) {
+    spread.push_back({{"step", sp.step},
+                      {"min_ns", sp.min_ns},
+                      {"max_ns", sp.max_ns},
+                      {"fastest_rank", sp.fastest_rank},
+                      {"slowest_rank", sp.slowest_rank}});
+  }
+  cross["step_spread"] = spread;
+  j["cross_rank"] = cross;
+  if (hta_compat) {
+    json hta = json::array();
+    for (const HtaRankResult& h : r.hta) {
+      hta.push_back(
+          {{"rank", h.rank},
+           {"idle_us", h.idle_us},
+           {"compute_us", h.compute_us},
+           {"non_compute_us", h.non_compute_us},
+           {"kernel_us", h.kernel_us},
+           {"idle_pctg", h.idle_pct},
+           {"compute_pctg", h.compute_pct},
+           {"non_compute_pctg", h.non_compute_pct},
+           {"comp_comm_overlap_pctg",
+            std::isnan(h.comm_comp_overlap_pct) ? json(nullptr) : json(h.comm_comp_overlap_pct)}});
+    }
+    j["hta_compat"] = hta;
+  }
+  return j.dump(2);
+}
+
+Status WriteCsvReport(const AnalysisResult& r, bool hta_compat, const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return ErrnoError(errno, fmt::format("creating --csv directory {}", dir));
+  }
+  auto open = [&](const char* name, std::ofstream* f) -> Status {
+    std::string path = dir + "/" + name;
+    f->open(path);
+    if (!*f) return ErrnoError(errno, fmt::format("writing {}", path));
+    return OkStatus();
+  };
+  std::ofstream f;
+  TITAN_RETURN_IF_ERROR(open("steps.csv", &f));
+  f << "rank,step,wall_ns,compute_ns,exposed_comm_ns,exposed_mem_ns,idle_ns\n";
+  for (const RankSummary& s : r.ranks) {
+    for (const StepBreakdown& b : s.steps) {
+      f << s.rank << ',' << CsvField(b.name) << ',' << b.wall_ns() << ',' << b.compute_ns << ','
+        << b.exposed_comm_ns << ',' << b.exposed_mem_ns << ',' << b.idle_ns << '\n';
+    }
+  }
+  f.close();
+  TITAN_RETURN_IF_ERROR(open("ranks.csv", &f));
+  f << "rank,path,wall_ns,compute_ns,exposed_comm_ns,exposed_mem_ns,idle_ns,wait_ns,times_last,"
+       "cost_ns,launch_p50_ns,launch_p99_ns,verdict\n";
+  for (size_t i = 0; i < r.ranks.size(); ++i) {
+    const RankSummary& s = r.ranks[i];
+    const RankWaits& w = r.cross.ranks[i];
+    f << s.rank << ',' << CsvField(s.path) << ',' << s.total.wall_ns() << ',' << s.total.compute_ns
+      << ',' << s.total.exposed_comm_ns << ',' << s.total.exposed_mem_ns << ',' << s.total.idle_ns
+      << ',' << w.wait_ns << ',' << w.times_last << ',' << w.cost_ns << ',' << s.launch_delay.p50_ns
+      << ',' << s.launch_delay.p99_ns << ',' << CsvField(s.verdict) << '\n';
+  }
+  f.close();
+  TITAN_RETURN_IF_ERROR(open("idle_gaps.csv", &f));
+  f << "rank,step,begin_ns,length_ns,next_op,launched_by,cpu_before,launch_after_gap_ns\n";
+  for (const RankSummary& s : r.ranks) {
+    for (const IdleGap& g : s.top_gaps) {
+      f << s.rank << ',' << g.step << ',' << g.begin_ns << ',' << g.length_ns << ','
+        << CsvField(g.next_op) << ',' << CsvField(g.launched_by) << ',' << CsvField(g.cpu_before)
+        << ',' << g.launch_after_gap_ns << '\n';
+    }
+  }
+  f.close();
+  TITAN_RETURN_IF_ERROR(open("collectives.csv", &f));
+  f << "process_group,collective,key,step,last_rank,skew_ns,last_cost_ns\n";
+  for (const MatchedCollective& m : r.cross.worst) {
+    f << CsvField(m.process_group) << ',' << m.collective << ',' << m.key << ',' << m.step << ','
+      << m.last_rank << ',' << m.skew_ns << ',' << m.last_cost_ns << '\n';
+  }
+  f.close();
+  if (hta_compat) TITAN_RETURN_IF_ERROR(WriteHtaCsvs(r.hta, dir, "hta"));
+  return OkStatus();
+}
+
+}  // namespace titan::trace
