@@ -1,0 +1,310 @@
+// `titan ckpt`: inspect and maintain checkpoint directories (ls, inspect, verify, diff, gc).
+// All logic is in the library (catalog.h, reader.h); this file parses flags and prints.
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "src/checkpoint/catalog.h"
+#include "src/checkpoint/layout.h"
+#include "src/checkpoint/reader.h"
+#include "tools/titan/commands.h"
+
+namespace titan {
+namespace {
+
+using namespace titan::checkpoint;
+
+struct Target {
+  std::shared_ptr<Storage> storage;
+  int64_t step = 0;
+  std::string where;
+};
+
+std::string HumanBytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+std::string Time(int64_t unix_ns) {
+  std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
+  std::tm tm;
+  gmtime_r(&t, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+// "DIR/step_N" names one checkpoint; a plain DIR names its latest.
+Result<Target> Resolve(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  size_t slash = path.rfind('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  Target target;
+  if (ParseStepDirName(base, &target.step)) {
+    std::string root = slash == std::string::npos ? "." : path.substr(0, slash);
+    TITAN_ASSIGN_OR_RETURN(target.storage, OpenPosixStorage(root, false));
+  } else {
+    TITAN_ASSIGN_OR_RETURN(target.storage, OpenPosixStorage(path, false));
+    TITAN_ASSIGN_OR_RETURN(std::optional<int64_t> latest, LatestStep(*target.storage));
+    if (!latest) {
+      return NotFoundError(fmt::format("{} holds no committed checkpoint", path));
+    }
+    target.step = *latest;
+  }
+  target.where = target.storage->Describe(StepDirName(target.step));
+  return target;
+}
+
+uint64_t TensorBytes(const TensorEntry& t) {
+  return static_cast<uint64_t>(NumElements(t.shape)) * DTypeSize(t.dtype);
+}
+
+int Fail(const Status& status) {
+  std::fprintf(stderr, "titan ckpt: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+int Ls(const std::string& dir) {
+  auto storage = OpenPosixStorage(dir, false);
+  if (!storage.ok()) return Fail(storage.status());
+  auto steps = ListCommittedSteps(**storage);
+  if (!steps.ok()) return Fail(steps.status());
+  auto latest = LatestStep(**storage);
+  if (!latest.ok()) return Fail(latest.status());
+  std::printf("%-12s %-6s %-20s %6s %8s %12s %12s\n", "STEP", "LATEST", "CREATED", "WORLD",
+              "TENSORS", "SIZE", "OWN_FILES");
+  for (int64_t step : *steps) {
+    auto manifest = ReadManifest(**storage, step);
+    if (!manifest.ok()) {
+      std::printf("%-12lld %-6s unreadable: %s\n", static_cast<long long>(step),
+                  *latest == step ? "*" : "", manifest.status().ToString().c_str());
+      continue;
+    }
+    uint64_t logical = 0, own = 0;
+    for (const TensorEntry& t : manifest->tensors) logical += TensorBytes(t);
+    std::string prefix = StepDirName(step) + "/";
+    for (const std::string& f : manifest->files) {
+      if (f.rfind(prefix, 0) == 0) own += (*storage)->FileSize(f).value_or(0);
+    }
+    std::printf("%-12lld %-6s %-20s %6d %8zu %12s %12s\n", static_cast<long long>(step),
+                *latest == step ? "*" : "", Time(manifest->created_unix_ns).c_str(),
+                manifest->world_size, manifest->tensors.size(), HumanBytes(logical).c_str(),
+                HumanBytes(own).c_str());
+  }
+  return 0;
+}
+
+int Inspect(const std::string& path, bool json) {
+  auto target = Resolve(path);
+  if (!target.ok()) return Fail(target.status());
+  if (json) {
+    auto bytes = target->storage->ReadFile(ManifestPath(target->step), kMaxManifestBytes);
+    if (!bytes.ok()) return Fail(bytes.status());
+    std::fwrite(bytes->data(), 1, bytes->size(), stdout);
+    return 0;
+  }
+  auto manifest = ReadManifest(*target->storage, target->step);
+  if (!manifest.ok()) return Fail(manifest.status());
+  uint64_t logical = 0;
+  for (const TensorEntry& t : manifest->tensors) logical += TensorBytes(t);
+  std::printf(
+      "checkpoint  %s\nstep        %lld\ncreated     %s\nworld size  %d\nlayout      "
+      "%s\nsave id     %s\ntensors     %zu (%s)\nfiles       %zu\n",
+      target->where.c_str(), static_cast<long long>(manifest->step),
+      Time(manifest->created_unix_ns).c_str(), manifest->world_size,
+      manifest->layout.dump().c_str(), manifest->save_id.c_str(), manifest->tensors.size(),
+      HumanBytes(logical).c_str(), manifest->files.size());
+  std::string items;
+  for (auto it = manifest->items.begin(); it != manifest->items.end(); ++it) {
+    if (it.key() == "skeleton") continue;
+    std::string value = it.value().dump();
+    if (value.size() > 60) value = value.substr(0, 57) + "...";
+    items += fmt::format("\n  {} = {}", it.key(), value);
+  }
+  std::printf("items       %s\n", items.empty() ? "(none)" : items.c_str());
+  std::printf("\n%-48s %-9s %-20s %6s %7s %10s\n", "TENSOR", "DTYPE", "SHAPE", "SHARDS", "CHUNKS",
+              "SIZE");
+  for (const TensorEntry& t : manifest->tensors) {
+    size_t chunks = 0;
+    for (const ShardEntry& s : t.shards) chunks += s.chunks.size();
+    std::printf("%-48s %-9s %-20s %6zu %7zu %10s\n", t.name.c_str(),
+                std::string(DTypeName(t.dtype)).c_str(),
+                fmt::format("[{}]", fmt::join(t.shape, ",")).c_str(), t.shards.size(), chunks,
+                HumanBytes(TensorBytes(t)).c_str());
+  }
+  std::printf("\nFILE\n");
+  for (const std::string& f : manifest->files) std::printf("%s\n", f.c_str());
+  return 0;
+}
+
+int Verify(const std::string& path) {
+  auto target = Resolve(path);
+  if (!target.ok()) return Fail(target.status());
+  auto reader = CheckpointReader::Open(target->storage, target->step);
+  if (!reader.ok()) return Fail(reader.status());
+  CheckpointReader::VerifyReport report = (*reader)->VerifyAll();
+  for (const Status& error : report.errors) {
+    std::printf("BAD  %s\n", error.ToString().c_str());
+  }
+  std::printf("%s: %llu chunks, %s checked, %zu bad\n", target->where.c_str(),
+              static_cast<unsigned long long>(report.chunks), HumanBytes(report.bytes).c_str(),
+              report.errors.size());
+  return report.errors.empty() ? 0 : 1;
+}
+
+// Per tensor: the list of (offsets, lengths, chunk hashes), to compare without reading data.
+std::string LayoutDigest(const TensorEntry& t) {
+  std::string digest = fmt::format("{} [{}]", DTypeName(t.dtype), fmt::join(t.shape, ","));
+  std::vector<std::string> shards;
+  for (const ShardEntry& s : t.shards) {
+    std::string one = fmt::format("({};{})", fmt::join(s.offsets, ","), fmt::join(s.lengths, ","));
+    for (const ChunkRef& c : s.chunks) one += HashToHex(c.hash);
+    shards.push_back(one);
+  }
+  std::sort(shards.begin(), shards.end());
+  for (const std::string& s : shards) digest += s;
+  return digest;
+}
+
+int Diff(const std::string& a_path, const std::string& b_path) {
+  auto a = Resolve(a_path);
+  if (!a.ok()) return Fail(a.status());
+  auto b = Resolve(b_path);
+  if (!b.ok()) return Fail(b.status());
+  auto ra = CheckpointReader::Open(a->storage, a->step);
+  if (!ra.ok()) return Fail(ra.status());
+  auto rb = CheckpointReader::Open(b->storage, b->step);
+  if (!rb.ok()) return Fail(rb.status());
+  std::map<std::string, const TensorEntry*> ta, tb;
+  for (const TensorEntry& t : (*ra)->manifest().tensors) ta[t.name] = &t;
+  for (const TensorEntry& t : (*rb)->manifest().tensors) tb[t.name] = &t;
+  int differences = 0;
+  uint64_t changed_bytes = 0, total_bytes = 0;
+  for (const auto& [name, t] : ta) {
+    if (!tb.count(name)) {
+      std::printf("- %s %s [%s]\n", name.c_str(), std::string(DTypeName(t->dtype)).c_str(),
+                  fmt::format("{}", fmt::join(t->shape, ",")).c_str());
+      ++differences;
+    }
+  }
+  for (const auto& [name, t] : tb) {
+    total_bytes += TensorBytes(*t);
+    auto other = ta.find(name);
+    if (other == ta.end()) {
+      std::printf("+ %s %s [%s]\n", name.c_str(), std::string(DTypeName(t->dtype)).c_str(),
+                  fmt::format("{}", fmt::join(t->shape, ",")).c_str());
+      ++differences;
+      continue;
+    }
+    const TensorEntry* old = other->second;
+    if (old->dtype != t->dtype || old->shape != t->shape) {
+      std::printf("~ %s %s [%s] -> %s [%s]\n", name.c_str(),
+                  std::string(DTypeName(old->dtype)).c_str(),
+                  fmt::format("{}", fmt::join(old->shape, ",")).c_str(),
+                  std::string(DTypeName(t->dtype)).c_str(),
+                  fmt::format("{}", fmt::join(t->shape, ",")).c_str());
+      ++differences;
+      changed_bytes += TensorBytes(*t);
+      continue;
+    }
+    bool same;
+    if (LayoutDigest(*old) == LayoutDigest(*t)) {
+      same = true;
+    } else {
+      // Different sharding or content: compare the bytes (read and verified).
+      std::vector<char> x(TensorBytes(*t)), y(TensorBytes(*t));
+      Status sa = (*ra)->ReadTensor(name, x.data(), x.size());
+      if (!sa.ok()) return Fail(sa);
+      Status sb = (*rb)->ReadTensor(name, y.data(), y.size());
+      if (!sb.ok()) return Fail(sb);
+      same = x == y;
+    }
+    if (!same) {
+      std::printf("~ %s (content)\n", name.c_str());
+      ++differences;
+      changed_bytes += TensorBytes(*t);
+    }
+  }
+  std::printf("%s vs %s: %d tensors differ (%s of %s)\n", a->where.c_str(), b->where.c_str(),
+              differences, HumanBytes(changed_bytes).c_str(), HumanBytes(total_bytes).c_str());
+  return differences == 0 ? 0 : 1;  // like diff(1)
+}
+
+int Gc(const std::string& dir, const RetentionPolicy& policy, bool dry_run) {
+  auto storage = OpenPosixStorage(dir, false);
+  if (!storage.ok()) return Fail(storage.status());
+  auto report = CollectGarbage(**storage, policy, dry_run);
+  if (!report.ok()) return Fail(report.status());
+  const char* verb = dry_run ? "would remove" : "removed";
+  for (int64_t step : report->dropped_steps) {
+    std::printf("%s checkpoint %s\n", dry_run ? "would drop" : "dropped",
+                StepDirName(step).c_str());
+  }
+  for (const std::string& f : report->removed_files) std::printf("%s %s\n", verb, f.c_str());
+  for (const std::string& f : report->kept_referenced) {
+    std::printf("kept %s (referenced by a newer checkpoint)\n", f.c_str());
+  }
+  std::printf("%s %zu files, %s\n", verb, report->removed_files.size(),
+              HumanBytes(report->removed_bytes).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int CkptCommand(int argc, char** argv) {
+  CLI::App app{
+      "titan ckpt: inspect and maintain titan checkpoints (written by titan.checkpoint).\n"
+      "CKPT is DIR/step_NNNNNNNNNN, or DIR for its latest checkpoint.\n\n"
+      "Examples:\n"
+      "  titan ckpt ls /ckpt\n"
+      "  titan ckpt inspect /ckpt/step_0000001000\n"
+      "  titan ckpt verify /ckpt                       # every checksum of the latest\n"
+      "  titan ckpt diff /ckpt/step_0000000900 /ckpt/step_0000001000\n"
+      "  titan ckpt gc /ckpt --keep-last 3 --keep-every 1000 --dry-run\n",
+      "titan ckpt"};
+  app.require_subcommand(1);
+  std::string dir, a, b;
+  bool json = false, dry_run = false;
+  RetentionPolicy policy;
+  auto* ls = app.add_subcommand("ls", "list committed checkpoints (* marks latest)");
+  ls->add_option("DIR", dir, "checkpoint directory")->required();
+  auto* inspect = app.add_subcommand("inspect", "show a checkpoint's manifest");
+  inspect->add_option("CKPT", a, "checkpoint")->required();
+  inspect->add_flag("--json", json, "print the raw manifest");
+  auto* verify = app.add_subcommand("verify", "read every chunk and check its checksum");
+  verify->add_option("CKPT", a, "checkpoint")->required();
+  auto* diff = app.add_subcommand("diff", "tensors added, removed or changed from A to B");
+  diff->add_option("A", a, "checkpoint")->required();
+  diff->add_option("B", b, "checkpoint")->required();
+  auto* gc = app.add_subcommand(
+      "gc", "apply retention and remove files no committed checkpoint references");
+  gc->add_option("DIR", dir, "checkpoint directory")->required();
+  gc->add_option("--keep-last", policy.keep_last, "keep the newest K checkpoints (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  gc->add_option("--keep-every", policy.keep_every, "also keep steps divisible by N")
+      ->check(CLI::NonNegativeNumber);
+  gc->add_flag("--dry-run", dry_run, "only print what would be removed");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (*ls) return Ls(dir);
+  if (*inspect) return Inspect(a, json);
+  if (*verify) return Verify(a);
+  if (*diff) return Diff(a, b);
+  return Gc(dir, policy, dry_run);
+}
+
+}  // namespace titan
