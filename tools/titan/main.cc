@@ -16,6 +16,8 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"agent", "per-node daemon: sample, detect transients, record, serve /metrics",
      titan::AgentCommand},
+    {"ckpt", "inspect and maintain checkpoints: ls, inspect, verify, diff, gc",
+     titan::CkptCommand},
 };
 
 void PrintUsage(FILE* out) {
