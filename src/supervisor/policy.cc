@@ -114,7 +114,7 @@ std::vector<StragglerDetector::Finding> StragglerDetector::Evaluate(
     for (double p : peers) dev.push_back(std::fabs(p - ref));
     double spread = std::max(1.4826 * Median(dev), options_.min_spread * ref);
     double score = spread > 0 ? (m - ref) / spread : 0;
-    bool slow = m > options_.ratio * ref && score > options_.k;
+    bool slow = m > options_.ratio * ref && score > options_.k && m - ref >= options_.min_delta_ns;
     int& c = consecutive_[rank];
     c = slow ? c + 1 : 0;
     if (slow) flagged.push_back(Finding{rank, m, ref, score, c, c >= options_.persist});

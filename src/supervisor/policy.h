@@ -65,10 +65,13 @@ class HangDetector {
 
 // Straggler: a rank whose recent compute time (median over the last `window` steps) exceeds the
 // median of its peers by `ratio` and by `k` robust deviations (1.4826 * MAD of the peers, at
-// least `min_spread` of their median), in `persist` consecutive evaluations.
+// least `min_spread` of their median) and by `min_delta_ns`, in `persist` consecutive
+// evaluations.
 struct StragglerOptions {
   double k = 3.0;
-  double ratio = 1.25;
+  double ratio = 1.3;
+  double min_delta_ns =
+      5e6;  // and slower by at least this much (ms-scale noise is not a straggler)
   double min_spread = 0.05;
   size_t window = 10;
   int persist = 3;

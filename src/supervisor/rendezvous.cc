@@ -39,7 +39,8 @@ namespace {
 
 class LocalRendezvous final : public Rendezvous {
  public:
-  explicit LocalRendezvous(std::string master_addr) : master_addr_(std::move(master_addr)) {}
+  LocalRendezvous(std::string master_addr, int nproc)
+      : master_addr_(std::move(master_addr)), nproc_(nproc) {}
 
   Result<Assignment> Join(int64_t after_generation, int64_t excluded_until_mono_ns,
                           const std::function<bool()>& stop) override {
@@ -54,6 +55,7 @@ class LocalRendezvous final : public Rendezvous {
     a.master_addr = master_addr_;
     a.master_port = PickFreePort();
     a.members = {"local"};
+    a.world_size = nproc_;
     a.reason = reason_;
     return a;
   }
@@ -70,6 +72,7 @@ class LocalRendezvous final : public Rendezvous {
 
  private:
   std::string master_addr_;
+  int nproc_;
   int64_t generation_ = 0;
   nlohmann::json reason_ = {{"reason", "start"}};
 };
@@ -323,8 +326,8 @@ class EtcdRendezvous final : public Rendezvous {
 
 }  // namespace
 
-std::unique_ptr<Rendezvous> MakeLocalRendezvous(std::string master_addr) {
-  return std::make_unique<LocalRendezvous>(std::move(master_addr));
+std::unique_ptr<Rendezvous> MakeLocalRendezvous(std::string master_addr, int nproc) {
+  return std::make_unique<LocalRendezvous>(std::move(master_addr), nproc);
 }
 
 Result<std::unique_ptr<Rendezvous>> MakeEtcdRendezvous(const EtcdRendezvousOptions& options) {

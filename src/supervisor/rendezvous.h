@@ -82,7 +82,8 @@ class Rendezvous {
 // A free TCP port on the loopback interface (bind to port 0); 0 if none.
 int PickFreePort();
 
-std::unique_ptr<Rendezvous> MakeLocalRendezvous(std::string master_addr);
+// One node running `nproc` workers.
+std::unique_ptr<Rendezvous> MakeLocalRendezvous(std::string master_addr, int nproc);
 
 struct EtcdRendezvousOptions {
   std::string endpoint;  // http://host:port

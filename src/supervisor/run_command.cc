@@ -1,0 +1,198 @@
+// `titan run [options] -- COMMAND ARGS...`: option parsing; the loop is in supervisor.cc.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "src/base/text.h"
+#include "src/supervisor/supervisor.h"
+
+namespace titan {
+namespace {
+
+using supervisor::RunOptions;
+
+int64_t SecondsToNs(double s) { return static_cast<int64_t>(s * 1e9); }
+
+// "4" or "2:4" (torchrun's MIN:MAX).
+bool ParseNodes(const std::string& text, int* min_nodes, int* max_nodes) {
+  size_t colon = text.find(':');
+  int64_t lo = 0, hi = 0;
+  if (colon == std::string::npos) {
+    if (!ParseInt64(text, &lo)) return false;
+    hi = lo;
+  } else if (!ParseInt64(text.substr(0, colon), &lo) || !ParseInt64(text.substr(colon + 1), &hi)) {
+    return false;
+  }
+  if (lo < 1 || hi < lo || hi > 65536) return false;
+  *min_nodes = static_cast<int>(lo);
+  *max_nodes = static_cast<int>(hi);
+  return true;
+}
+
+}  // namespace
+
+int RunCommand(int argc, char** argv) {
+  // Everything after the first "--" is the worker command, untouched.
+  std::vector<std::string> command;
+  int own_argc = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) {
+      own_argc = i;
+      for (int j = i + 1; j < argc; ++j) command.emplace_back(argv[j]);
+      break;
+    }
+  }
+  RunOptions o;
+  CLI::App app{
+      "Launch a distributed training job (torchrun-compatible environment), detect crash, hang, "
+      "straggler and lost node, isolate repeatedly failing nodes, restart from the last "
+      "checkpoint elastically, and account goodput.\n\n"
+      "usage: titan run [options] -- COMMAND ARGS...\n"
+      "One `titan run` per node; with --nnodes > 1 the nodes meet through etcd (--etcd).",
+      "titan run"};
+  std::string nnodes = "1";
+  double backoff_s = 0, backoff_max_s = 30, failure_grace_s = 1, term_grace_s = 30;
+  double hang_floor_s = 10, startup_timeout_s = 300, checkpoint_timeout_s = 600;
+  double failure_window_s = 1800, cooldown_s = 600, last_call_s = 2, join_timeout_s = 600,
+         stack_wait_s = 2;
+  std::vector<std::string> injections;
+  std::string straggler_action = "report";
+  bool standalone = false;
+  std::string rdzv_backend;
+  app.add_option("--nproc-per-node,--nproc_per_node", o.nproc_per_node, "workers on this node")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--nnodes", nnodes, "nodes: N or MIN:MAX (elastic)");
+  app.add_option("--etcd,--rdzv-endpoint,--rdzv_endpoint", o.etcd,
+                 "etcd endpoint http://HOST:PORT for multi-node rendezvous");
+  app.add_option("--rdzv-backend,--rdzv_backend", rdzv_backend,
+                 "accepted for torchrun compatibility (etcd)");
+  app.add_option("--job-id,--rdzv-id,--rdzv_id", o.job_id, "job name shared by all nodes");
+  app.add_option("--node-id", o.node_id, "unique node name (default hostname-pid)");
+  app.add_option("--node-addr", o.node_addr, "address other nodes reach this one at");
+  app.add_flag("--standalone", standalone, "single node (the default without --etcd)");
+  app.add_option("--max-restarts,--max_restarts", o.restart.max_restarts, "restart budget")
+      ->check(CLI::Range(0, 1'000'000));
+  app.add_option("--backoff", backoff_s, "first restart backoff in seconds, doubling")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--backoff-max", backoff_max_s, "backoff cap in seconds")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--failure-grace", failure_grace_s, "SIGTERM->SIGKILL grace when recovering (s)")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--term-grace", term_grace_s, "grace for workers to checkpoint on SIGTERM (s)")
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--checkpoint-dir", o.checkpoint_dir,
+                 "exported to workers as TITAN_CHECKPOINT_DIR");
+  app.add_option("--run-dir", o.run_dir, "socket, stack dumps, default outputs");
+  app.add_option("--event-log", o.event_log, "JSON lines event log (default RUN_DIR/events.jsonl)");
+  app.add_option("--ledger-json", o.ledger_json,
+                 "goodput ledger JSON (default RUN_DIR/ledger.json)");
+  app.add_option("--metrics-file", o.metrics_file, "Prometheus text file, rewritten every second");
+  app.add_option("--metrics-port", o.metrics_port, "serve /metrics on 127.0.0.1:PORT")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--log-dir", o.log_dir, "per-rank worker logs (default: inherit stdout/stderr)");
+  app.add_option("--hang-k", o.hang.k, "hang bound = max(k * p99 step interval, floor)")
+      ->check(CLI::Range(1.0, 1000.0));
+  app.add_option("--hang-floor", hang_floor_s, "hang bound floor in seconds")
+      ->check(CLI::Range(0.1, 86400.0));
+  app.add_option("--startup-timeout", startup_timeout_s, "seconds allowed before the first step")
+      ->check(CLI::Range(0.1, 86400.0));
+  app.add_option("--checkpoint-timeout", checkpoint_timeout_s,
+                 "seconds allowed inside a checkpoint save")
+      ->check(CLI::Range(0.1, 86400.0));
+  app.add_option("--straggler-k", o.straggler.k, "robust z-score bound")
+      ->check(CLI::Range(0.5, 100.0));
+  app.add_option("--straggler-ratio", o.straggler.ratio, "slower than peers' median by this ratio")
+      ->check(CLI::Range(1.0, 100.0));
+  app.add_option("--straggler-window", o.straggler.window, "steps per median")
+      ->check(CLI::Range(3, 10000));
+  app.add_option("--straggler-persist", o.straggler.persist,
+                 "consecutive evaluations (1/s) to persist")
+      ->check(CLI::Range(1, 10000));
+  app.add_option("--straggler-action", straggler_action,
+                 "report | exclude (restart without the node)")
+      ->check(CLI::IsMember({"report", "exclude"}));
+  app.add_option("--max-failures", o.isolation.max_failures, "failures of a node that exclude it")
+      ->check(CLI::Range(1, 1'000'000));
+  app.add_option("--failure-window", failure_window_s, "window of --max-failures, seconds")
+      ->check(CLI::Range(1.0, 1e7));
+  app.add_option("--cooldown", cooldown_s, "seconds an excluded node sits out")
+      ->check(CLI::Range(0.0, 1e7));
+  app.add_option("--inject", injections, "fault injection, e.g. crash@rank=1,step=50 (repeatable)");
+  app.add_option("--seed", o.seed, "seed of drawn injection targets");
+  app.add_option("--lease-ttl", o.lease_ttl_seconds, "etcd lease TTL in seconds (lost-node bound)")
+      ->check(CLI::Range(1, 3600));
+  app.add_option("--last-call", last_call_s, "seconds a rendezvous waits for more nodes after min")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--join-timeout", join_timeout_s, "seconds to wait for --nnodes MIN nodes")
+      ->check(CLI::Range(1.0, 1e7));
+  app.add_option("--stack-wait", stack_wait_s, "seconds to wait for a hung worker's stack dump")
+      ->check(CLI::Range(0.0, 600.0));
+  app.add_flag("--quiet", o.quiet, "no summary at the end");
+  try {
+    app.parse(own_argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (command.empty()) {
+    std::fprintf(stderr, "titan run: no command; usage: titan run [options] -- COMMAND ARGS...\n");
+    return 2;
+  }
+  if (!ParseNodes(nnodes, &o.min_nodes, &o.max_nodes)) {
+    std::fprintf(stderr, "titan run: --nnodes '%s': expected N or MIN:MAX with 1 <= MIN <= MAX\n",
+                 nnodes.c_str());
+    return 2;
+  }
+  if (!rdzv_backend.empty() && rdzv_backend != "etcd" && rdzv_backend != "etcd-v2") {
+    std::fprintf(stderr, "titan run: --rdzv-backend '%s': only etcd is supported\n",
+                 rdzv_backend.c_str());
+    return 2;
+  }
+  if (standalone && !o.etcd.empty()) {
+    std::fprintf(stderr, "titan run: --standalone and --etcd exclude each other\n");
+    return 2;
+  }
+  for (const std::string& spec : injections) {
+    auto inj = supervisor::ParseInjection(spec);
+    if (!inj.ok()) {
+      std::fprintf(stderr, "titan run: %s\n", std::string(inj.status().message()).c_str());
+      return 2;
+    }
+    o.injections.push_back(*inj);
+  }
+  // Slurm: one task per node runs titan run; the job and node names come from its environment.
+  if (const char* slurm_job = std::getenv("SLURM_JOB_ID");
+      slurm_job && app.count("--job-id") == 0) {
+    o.job_id = fmt::format("slurm-{}", slurm_job);
+  }
+  if (const char* n = std::getenv("SLURM_NNODES"); n && app.count("--nnodes") == 0) {
+    ParseNodes(n, &o.min_nodes, &o.max_nodes);
+  }
+  if (const char* nodeid = std::getenv("SLURM_NODEID"); nodeid && o.node_id.empty()) {
+    char host[256] = {0};
+    ::gethostname(host, sizeof(host) - 1);
+    o.node_id = fmt::format("{}-{}", host, nodeid);
+  }
+  o.restart.backoff_base_ns = SecondsToNs(backoff_s);
+  o.restart.backoff_max_ns = SecondsToNs(backoff_max_s);
+  o.failure_grace_ns = SecondsToNs(failure_grace_s);
+  o.term_grace_ns = SecondsToNs(term_grace_s);
+  o.hang.floor_ns = SecondsToNs(hang_floor_s);
+  o.hang.startup_timeout_ns = SecondsToNs(startup_timeout_s);
+  o.hang.checkpoint_timeout_ns = SecondsToNs(checkpoint_timeout_s);
+  o.isolation.window_ns = SecondsToNs(failure_window_s);
+  o.isolation.cooldown_ns = SecondsToNs(cooldown_s);
+  o.last_call_ns = SecondsToNs(last_call_s);
+  o.join_timeout_ns = SecondsToNs(join_timeout_s);
+  o.stack_wait_ns = SecondsToNs(stack_wait_s);
+  o.straggler_restart = straggler_action == "exclude";
+  o.command = std::move(command);
+  return supervisor::RunSupervisor(o);
+}
+
+}  // namespace titan

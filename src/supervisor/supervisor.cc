@@ -1,0 +1,1065 @@
+#include "src/supervisor/supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "src/base/clock.h"
+#include "src/base/env.h"
+#include "src/base/log.h"
+#include "src/client/event_receiver.h"
+#include "src/client/wire.h"
+#include "src/supervisor/ledger.h"
+#include "src/supervisor/rendezvous.h"
+#include "src/supervisor/run_log.h"
+#include "src/supervisor/worker_group.h"
+
+extern char** environ;
+
+namespace titan::supervisor {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxQueuedEvents = 65536;
+constexpr int64_t kTickNs = 20 * kNsPerMs;
+constexpr int64_t kSlowPeriodNs = 100 * kNsPerMs;
+constexpr size_t kMaxStackBytes = 64 * 1024;
+
+enum class Outcome { kSucceeded, kRestart, kPreempted, kFatal };
+
+// Events from the receiver thread to the loop: a bounded queue plus an eventfd to wake poll().
+class EventQueue {
+ public:
+  EventQueue() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+  ~EventQueue() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int fd() const { return fd_; }
+  void Push(const wire::ParsedEvent& e) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (events_.size() >= kMaxQueuedEvents) {
+        ++dropped_;
+        return;
+      }
+      events_.push_back(e);
+    }
+    uint64_t one = 1;
+    ssize_t n = ::write(fd_, &one, sizeof(one));
+    (void)n;
+  }
+  std::vector<wire::ParsedEvent> Drain() {
+    uint64_t v;
+    ssize_t n = ::read(fd_, &v, sizeof(v));
+    (void)n;
+    std::vector<wire::ParsedEvent> out;
+    std::lock_guard<std::mutex> l(mu_);
+    out.swap(events_);
+    return out;
+  }
+  uint64_t dropped() {
+    std::lock_guard<std::mutex> l(mu_);
+    return dropped_;
+  }
+
+ private:
+  int fd_;
+  std::mutex mu_;
+  std::vector<wire::ParsedEvent> events_;
+  uint64_t dropped_ = 0;
+};
+
+// Per local worker, for this generation.
+struct RankState {
+  int64_t step = -1;               // last step begun
+  int64_t step_begin_time_ns = 0;  // sender clock
+  bool marked = false;             // a mark was seen within this step
+  int64_t inject_mono_ns = 0;      // when an injection hit this rank (for detection latency)
+  std::string inject_kind;
+  // slow injection
+  double slow_factor = 0;
+  int64_t slow_until_step = -1;
+  bool slow_stopped = false;
+  int64_t slow_next_toggle_ns = 0;
+};
+
+std::string ProcField(pid_t pid, const char* file) {
+  auto r = Env::ReadFile(fmt::format("/proc/{}/{}", pid, file), 64 * 1024);
+  return r.ok() ? *r : std::string();
+}
+
+char ProcState(pid_t pid) {
+  std::string stat = ProcField(pid, "stat");
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return '?';
+  return stat[close + 2];
+}
+
+int64_t FileSize(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+}
+
+std::string ReadFrom(const std::string& path, int64_t offset, size_t max_bytes) {
+  FILE* f = std::fopen(path.c_str(), "re");
+  if (f == nullptr) return "";
+  std::fseek(f, offset, SEEK_SET);
+  std::string out(max_bytes, '\0');
+  size_t n = std::fread(out.data(), 1, max_bytes, f);
+  std::fclose(f);
+  out.resize(n);
+  return out;
+}
+
+std::string DefaultNodeId() {
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  return fmt::format("{}-{}", host, ::getpid());
+}
+
+class Supervisor {
+ public:
+  explicit Supervisor(const RunOptions& o)
+      : o_(o),
+        start_ns_(MonoNowNs()),
+        hang_(o.hang),
+        straggler_(o.straggler),
+        failures_(o.isolation),
+        budget_(o.restart),
+        injector_(o.injections, o.seed) {}
+
+  ~Supervisor() {
+    if (http_) http_->stop();
+    if (http_thread_.joinable()) http_thread_.join();
+    if (sigfd_ >= 0) ::close(sigfd_);
+  }
+
+  int Run() {
+    Status s = Setup();
+    if (!s.ok()) {
+      Log(LogLevel::kError, "run", "{}", s.message());
+      return 1;
+    }
+    ledger_.Start(Phase::kIdle, start_ns_);
+    log_.Write("start", {{"job", o_.job_id},
+                         {"command", o_.command},
+                         {"nproc_per_node", o_.nproc_per_node},
+                         {"min_nodes", o_.min_nodes},
+                         {"max_nodes", o_.max_nodes},
+                         {"etcd", o_.etcd},
+                         {"socket", socket_path_},
+                         {"pid", ::getpid()}});
+    int64_t after_gen = -1;
+    while (true) {
+      ledger_.Enter(Phase::kIdle, MonoNowNs());
+      int64_t join_start = MonoNowNs();
+      auto joined = rdzv_->Join(after_gen, excluded_until_ns_, [this] { return PendingStop(); });
+      if (!joined.ok()) {
+        if (stop_signal_ != 0) return Preempt();
+        log_.Write("decision",
+                   {{"action", "give-up"}, {"reason", std::string(joined.status().message())}});
+        Log(LogLevel::kError, "run", "{}", joined.status().message());
+        return Finish(1);
+      }
+      Assignment a = std::move(joined).value();
+      if (a.job_done) {
+        log_.Write("finish", {{"reason", "the job finished on the other nodes"}});
+        return Finish(0);
+      }
+      int64_t joined_ns = MonoNowNs();
+      log_.Write("rendezvous", {{"generation", a.generation},
+                                {"group_rank", a.group_rank},
+                                {"nnodes", a.nnodes},
+                                {"world_size", a.world_size},
+                                {"members", a.members},
+                                {"master", fmt::format("{}:{}", a.master_addr, a.master_port)},
+                                {"waited_s", NsToSeconds(joined_ns - join_start)}});
+      ledger_.Enter(Phase::kRestart, joined_ns);
+      Status spawned = Spawn(a);
+      if (!spawned.ok()) {
+        log_.Write("decision", {{"action", "give-up"}, {"reason", std::string(spawned.message())}});
+        Log(LogLevel::kError, "run", "{}", spawned.message());
+        workers_.Stop(0);
+        rdzv_->RequestRestart(a.generation, {{"reason", "spawn-failed"}}).status().IgnoreError();
+        return Finish(1);
+      }
+      int64_t exec_ns = MonoNowNs();
+      if (detect_ns_ > 0) {
+        log_.Write("restart", {{"generation", a.generation},
+                               {"restart_count", restart_count_},
+                               {"detect_to_exec_ms", (exec_ns - detect_ns_) / 1e6},
+                               {"stop_ms", stop_ns_ / 1e6},
+                               {"backoff_ms", backoff_ns_ / 1e6},
+                               {"rendezvous_ms", (joined_ns - join_start) / 1e6},
+                               {"spawn_ms", (exec_ns - joined_ns) / 1e6}});
+        detect_ns_ = 0;
+      }
+      ledger_.Enter(Phase::kStartup, exec_ns);
+      after_gen = a.generation;
+      Outcome outcome = Monitor(a);
+      if (outcome == Outcome::kSucceeded) {
+        log_.Write("finish", {{"reason", "every worker exited 0"}, {"generation", a.generation}});
+        return Finish(0);
+      }
+      if (outcome == Outcome::kPreempted) return Preempt();
+      if (outcome == Outcome::kFatal) return Finish(1);
+      // kRestart: the workers are stopped.
+      if (budget_.Exhausted()) {
+        log_.Write(
+            "decision",
+            {{"action", "give-up"},
+             {"reason", fmt::format("restart budget of {} spent", o_.restart.max_restarts)}});
+        return Finish(1);
+      }
+      backoff_ns_ = budget_.Take();
+      ++restart_count_;
+      ledger_.OnRestart();
+      if (backoff_ns_ > 0 && !SleepInterruptible(backoff_ns_)) return Preempt();
+    }
+  }
+
+ private:
+  // ---- setup -------------------------------------------------------------------------------
+  Status Setup() {
+    if (o_.node_id.empty()) o_.node_id = DefaultNodeId();
+    if (o_.node_addr.empty()) {
+      if (o_.etcd.empty()) {
+        o_.node_addr = "127.0.0.1";
+      } else {
+        char host[256] = {0};
+        ::gethostname(host, sizeof(host) - 1);
+        o_.node_addr = host;
+      }
+    }
+    if (o_.run_dir.empty()) o_.run_dir = fmt::format("/tmp/titan-run-{}-{}", o_.job_id, ::getpid());
+    std::error_code ec;
+    std::filesystem::create_directories(o_.run_dir, ec);
+    if (ec) return InvalidArgumentError("creating --run-dir " + o_.run_dir + ": " + ec.message());
+    if (!o_.log_dir.empty()) {
+      std::filesystem::create_directories(o_.log_dir, ec);
+      if (ec) return InvalidArgumentError("creating --log-dir " + o_.log_dir + ": " + ec.message());
+    }
+    if (o_.event_log.empty()) o_.event_log = o_.run_dir + "/events.jsonl";
+    if (o_.ledger_json.empty()) o_.ledger_json = o_.run_dir + "/ledger.json";
+    TITAN_RETURN_IF_ERROR(log_.Open(o_.event_log, o_.node_id, start_ns_));
+
+    // Every signal goes to the loop through a signalfd; threads started below inherit the mask.
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, sig);
+    if (::pthread_sigmask(SIG_BLOCK, &mask, nullptr) != 0) return InternalError("pthread_sigmask");
+    sigfd_ = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sigfd_ < 0) return ErrnoError(errno, "signalfd");
+    ::signal(SIGPIPE, SIG_IGN);
+    // Orphaned grandchildren of workers re-parent to us and are reaped (no zombies, no escape).
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+    socket_path_ = o_.run_dir + "/run.sock";
+    EventReceiverOptions ro;
+    ro.socket_path = socket_path_;
+    ro.on_event = [this](const wire::ParsedEvent& e) { queue_.Push(e); };
+    ro.socket_mode = 0600;
+    auto receiver = EventReceiver::Start(std::move(ro));
+    if (!receiver.ok()) return receiver.status().WithContext("starting the step-event socket");
+    receiver_ = std::move(receiver).value();
+
+    if (o_.etcd.empty()) {
+      if (o_.max_nodes > 1) {
+        return InvalidArgumentError(
+            "--nnodes > 1 needs --etcd http://HOST:PORT (or --rdzv-endpoint) so that the nodes "
+            "can find each other");
+      }
+      rdzv_ = MakeLocalRendezvous(o_.node_addr, o_.nproc_per_node);
+    } else {
+      EtcdRendezvousOptions eo;
+      eo.endpoint = o_.etcd;
+      eo.job_id = o_.job_id;
+      eo.self = NodeInfo{o_.node_id, o_.node_addr, o_.nproc_per_node};
+      eo.min_nodes = o_.min_nodes;
+      eo.max_nodes = o_.max_nodes;
+      eo.lease_ttl_seconds = o_.lease_ttl_seconds;
+      eo.last_call_ns = o_.last_call_ns;
+      eo.join_timeout_ns = o_.join_timeout_ns;
+      TITAN_ASSIGN_OR_RETURN(rdzv_, MakeEtcdRendezvous(eo));
+    }
+    if (o_.metrics_port > 0) {
+      http_ = std::make_unique<httplib::Server>();
+      http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+        std::lock_guard<std::mutex> l(metrics_mu_);
+        res.set_content(metrics_text_, "text/plain; version=0.0.4");
+      });
+      if (!http_->bind_to_port("127.0.0.1", o_.metrics_port)) {
+        return AlreadyExistsError(fmt::format(
+            "--metrics-port {}: cannot listen on 127.0.0.1 (in use?)", o_.metrics_port));
+      }
+      http_thread_ = std::thread([this] { http_->listen_after_bind(); });
+    }
+    BuildBaseEnv();
+    return OkStatus();
+  }
+
+  void BuildBaseEnv() {
+    static const char* kOwned[] = {"RANK=",
+                                   "LOCAL_RANK=",
+                                   "WORLD_SIZE=",
+                                   "LOCAL_WORLD_SIZE=",
+                                   "MASTER_ADDR=",
+                                   "MASTER_PORT=",
+                                   "GROUP_RANK=",
+                                   "GROUP_WORLD_SIZE=",
+                                   "ROLE_RANK=",
+                                   "ROLE_WORLD_SIZE=",
+                                   "ROLE_NAME=",
+                                   "TORCHELASTIC_RESTART_COUNT=",
+                                   "TORCHELASTIC_MAX_RESTARTS=",
+                                   "TORCHELASTIC_RUN_ID=",
+                                   "TITAN_RESTART_COUNT=",
+                                   "TITAN_RESTART_REASON=",
+                                   "TITAN_GENERATION=",
+                                   "TITAN_STACK_FILE=",
+                                   "TITAN_AGENT_SOCKET=",
+                                   "TITAN_NODE_ID="};
+    std::string agent_sockets;
+    bool has_omp = false;
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string_view kv(*e);
+      if (kv.starts_with("TITAN_AGENT_SOCKET=")) {
+        agent_sockets = std::string(kv.substr(19));
+        continue;
+      }
+      if (kv.starts_with("OMP_NUM_THREADS=")) has_omp = true;
+      if (!o_.checkpoint_dir.empty() && kv.starts_with("TITAN_CHECKPOINT_DIR=")) continue;
+      bool owned = false;
+      for (const char* p : kOwned) owned |= kv.starts_with(p);
+      if (!owned) base_env_.emplace_back(kv);
+    }
+    if (!has_omp) base_env_.emplace_back("OMP_NUM_THREADS=1");  // as torchrun does
+    if (!o_.checkpoint_dir.empty())
+      base_env_.push_back("TITAN_CHECKPOINT_DIR=" + o_.checkpoint_dir);
+    // Our socket first; keep what was there (an agent) within the client's limit of sockets.
+    std::vector<std::string> sockets = {socket_path_};
+    std::string rest = agent_sockets.empty() ? wire::kDefaultSocketPath : agent_sockets;
+    size_t pos = 0;
+    while (pos <= rest.size() && static_cast<int>(sockets.size()) < wire::kMaxSockets) {
+      size_t colon = rest.find(':', pos);
+      std::string item =
+          rest.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
+      if (!item.empty() && item != socket_path_) sockets.push_back(item);
+      if (colon == std::string::npos) break;
+      pos = colon + 1;
+    }
+    std::string joined;
+    for (const std::string& s : sockets) joined += (joined.empty() ? "" : ":") + s;
+    base_env_.push_back("TITAN_AGENT_SOCKET=" + joined);
+  }
+
+  // ---- generation --------------------------------------------------------------------------
+  Status Spawn(const Assignment& a) {
+    current_ = a;
+    gen_wall_start_ns_ = WallNowNs();
+    ranks_.clear();
+    workers_.Clear();
+    std::string reason_text = ReasonText(a.reason);
+    for (int lr = 0; lr < o_.nproc_per_node; ++lr) {
+      int rank = a.rank_offset + lr;
+      WorkerSpec spec;
+      spec.local_rank = lr;
+      spec.rank = rank;
+      spec.argv = o_.command;
+      spec.env = base_env_;
+      auto add = [&](const char* k, const std::string& v) {
+        spec.env.push_back(std::string(k) + "=" + v);
+      };
+      add("RANK", std::to_string(rank));
+      add("LOCAL_RANK", std::to_string(lr));
+      add("WORLD_SIZE", std::to_string(a.world_size));
+      add("LOCAL_WORLD_SIZE", std::to_string(o_.nproc_per_node));
+      add("MASTER_ADDR", a.master_addr);
+      add("MASTER_PORT", std::to_string(a.master_port));
+      add("GROUP_RANK", std::to_string(a.group_rank));
+      add("GROUP_WORLD_SIZE", std::to_string(a.nnodes));
+      add("ROLE_RANK", std::to_string(rank));
+      add("ROLE_WORLD_SIZE", std::to_string(a.world_size));
+      add("ROLE_NAME", "default");
+      add("TORCHELASTIC_RESTART_COUNT", std::to_string(restart_count_));
+      add("TORCHELASTIC_MAX_RESTARTS", std::to_string(o_.restart.max_restarts));
+      add("TORCHELASTIC_RUN_ID", o_.job_id);
+      add("TITAN_RESTART_COUNT", std::to_string(restart_count_));
+      add("TITAN_RESTART_REASON", reason_text);
+      add("TITAN_GENERATION", std::to_string(a.generation));
+      add("TITAN_NODE_ID", o_.node_id);
+      add("TITAN_STACK_FILE", StackFile(rank));
+      if (!o_.log_dir.empty()) {
+        spec.log_path = fmt::format("{}/rank{}.log", o_.log_dir, rank);
+      }
+      TITAN_RETURN_IF_ERROR(workers_.Spawn(spec));
+      ranks_[rank] = RankState{};
+    }
+    json pids = json::array();
+    for (const Worker& w : workers_.workers()) pids.push_back({{"rank", w.rank}, {"pid", w.pid}});
+    log_.Write("spawn", {{"generation", a.generation},
+                         {"workers", pids},
+                         {"restart_count", restart_count_},
+                         {"restart_reason", reason_text}});
+    return OkStatus();
+  }
+
+  std::string StackFile(int rank) const {
+    return fmt::format("{}/stack-rank{}.txt", o_.run_dir, rank);
+  }
+
+  static std::string ReasonText(const json& rec) {
+    if (!rec.is_object()) return "start";
+    std::string reason = rec.value("reason", std::string("start"));
+    std::string detail = rec.value("detail", std::string());
+    return detail.empty() ? reason : reason + ": " + detail;
+  }
+
+  Worker* WorkerByRank(int rank) {
+    for (Worker& w : workers_.workers()) {
+      if (w.rank == rank) return &w;
+    }
+    return nullptr;
+  }
+  int RankOfPid(int32_t pid) const {
+    for (const Worker& w : workers_.workers()) {
+      if (w.pid == pid) return w.rank;
+    }
+    return -1;
+  }
+  int LeadRank() const { return current_.rank_offset; }
+
+  // ---- monitoring --------------------------------------------------------------------------
+  Outcome Monitor(const Assignment& a) {
+    std::vector<int> ranks;
+    for (const Worker& w : workers_.workers()) ranks.push_back(w.rank);
+    hang_.Reset(ranks, MonoNowNs());
+    straggler_.Reset();
+    injector_.Arm(a.group_rank, a.nnodes, a.rank_offset, o_.nproc_per_node, a.world_size);
+    queue_.Drain();  // events of the previous generation
+    hang_deferred_until_ns_ = 0;
+    int64_t next_straggler_ns = MonoNowNs() + kNsPerSecond;
+    bool local_done = false;
+    while (true) {
+      pollfd fds[2] = {{sigfd_, POLLIN, 0}, {queue_.fd(), POLLIN, 0}};
+      ::poll(fds, 2, static_cast<int>(NextWakeNs() / kNsPerMs));
+      ReadSignals();
+      if (stop_signal_ != 0) return Outcome::kPreempted;
+      int64_t now = MonoNowNs();
+      for (const wire::ParsedEvent& e : queue_.Drain()) {
+        if (HandleEvent(e, now) == Outcome::kFatal) return Outcome::kFatal;
+      }
+      // Exits: a non-zero exit or a signal is a crash (signal deaths first: they are causes,
+      // the other ranks' errors their consequences).
+      std::vector<size_t> exited = workers_.Reap();
+      std::stable_sort(exited.begin(), exited.end(), [this](size_t x, size_t y) {
+        return WIFSIGNALED(workers_.workers()[x].wait_status) >
+               WIFSIGNALED(workers_.workers()[y].wait_status);
+      });
+      for (size_t i : exited) {
+        const Worker& w = workers_.workers()[i];
+        if (WaitStatusSuccess(w.wait_status)) {
+          log_.Write("exit", {{"rank", w.rank}, {"pid", w.pid}, {"status", "exit code 0"}});
+          continue;
+        }
+        return Crash(w);
+      }
+      if (!local_done && workers_.AllExited() && workers_.AllSucceeded()) {
+        local_done = true;
+        ledger_.Enter(Phase::kIdle, now);
+        rdzv_->MarkDone(a).IgnoreError();
+      }
+      if (local_done) {
+        auto done = rdzv_->AllDone(a);
+        if (done.ok() && *done) return Outcome::kSucceeded;
+      }
+      for (const Injector::Action& act : injector_.OnTime(NsToSeconds(now - start_ns_))) {
+        if (Apply(act, now) == Outcome::kFatal) return Outcome::kFatal;
+      }
+      DriveSlow(now);
+      if (!local_done) {
+        if (auto verdict = hang_.Check(now)) {
+          Outcome o;
+          if (Hang(*verdict, &o)) return o;
+        }
+      }
+      if (now >= next_straggler_ns) {
+        next_straggler_ns = now + kNsPerSecond;
+        if (auto o = Stragglers(); o.has_value()) return *o;
+      }
+      auto health = rdzv_->Poll(a);
+      if (health.ok()) {
+        if (health->restart) return Follow(health->reason);
+        if (!health->lost.empty()) return LostNodes(health->lost);
+      } else if (!poll_error_logged_) {
+        poll_error_logged_ = true;
+        log_.Write("warning", {{"what", std::string(health.status().message())}});
+      }
+      PublishMetrics(now);
+    }
+  }
+
+  int64_t NextWakeNs() const {
+    int64_t wake = kTickNs;
+    for (const auto& [rank, s] : ranks_) {
+      if (s.slow_factor > 0)
+        wake = std::min(wake, std::max<int64_t>(s.slow_next_toggle_ns - MonoNowNs(), kNsPerMs));
+    }
+    return std::max<int64_t>(wake, kNsPerMs);
+  }
+
+  void ReadSignals() {
+    signalfd_siginfo si;
+    while (::read(sigfd_, &si, sizeof(si)) == sizeof(si)) {
+      if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP) {
+        stop_signal_ = static_cast<int>(si.ssi_signo);
+      }
+    }
+  }
+
+  bool PendingStop() {
+    ReadSignals();
+    workers_.Reap();
+    return stop_signal_ != 0;
+  }
+
+  Outcome HandleEvent(const wire::ParsedEvent& e, int64_t now) {
+    int rank = RankOfPid(e.pid());
+    if (rank < 0 && ranks_.count(e.rank) && e.time_ns >= generation_wall_start_ns()) rank = e.rank;
+    if (rank < 0) return Outcome::kRestart;  // not ours (a previous generation): ignored
+    RankState& rs = ranks_[rank];
+    const bool lead = rank == LeadRank();
+    switch (e.kind) {
+      case wire::EventKind::kStepBegin: {
+        hang_.OnProgress(rank, now);
+        rs.step = e.step;
+        rs.step_begin_time_ns = e.time_ns;
+        rs.marked = false;
+        if (lead && ledger_.phase() != Phase::kProductive) ledger_.Enter(Phase::kProductive, now);
+        if (rs.slow_factor > 0 && rs.slow_until_step >= 0 && e.step >= rs.slow_until_step) {
+          StopSlow(rank);
+        }
+        for (const Injector::Action& act : injector_.OnStep(rank, e.step)) {
+          if (Apply(act, now) == Outcome::kFatal) return Outcome::kFatal;
+        }
+        break;
+      }
+      case wire::EventKind::kMark:
+        if (!rs.marked && rs.step_begin_time_ns > 0 && e.time_ns >= rs.step_begin_time_ns) {
+          straggler_.Add(rank, e.time_ns - rs.step_begin_time_ns);
+          rs.marked = true;
+        }
+        hang_.OnProgress(rank, now);
+        break;
+      case wire::EventKind::kStepEnd:
+        hang_.OnStepEnd(rank, e.step, now);
+        if (!rs.marked && rs.step_begin_time_ns > 0 && e.time_ns >= rs.step_begin_time_ns) {
+          straggler_.Add(rank, e.time_ns - rs.step_begin_time_ns);
+        }
+        if (lead) ledger_.OnStep(e.step);
+        break;
+      case wire::EventKind::kCheckpointBegin:
+        hang_.OnCheckpointBegin(rank, now);
+        if (lead) {
+          ledger_.Enter(Phase::kCheckpoint, now);
+          checkpoint_begin_ns_ = now;
+        }
+        break;
+      case wire::EventKind::kCheckpointEnd:
+        hang_.OnProgress(rank, now);
+        if (lead) {
+          ledger_.OnCheckpointSaved(e.step, now);
+          ledger_.Enter(Phase::kProductive, now);
+          log_.Write("checkpoint",
+                     {{"step", e.step},
+                      {"bytes", e.value},
+                      {"blocking_ms",
+                       checkpoint_begin_ns_ > 0 ? (now - checkpoint_begin_ns_) / 1e6 : 0.0}});
+          checkpoint_begin_ns_ = 0;
+        }
+        break;
+      case wire::EventKind::kHeartbeat:
+        hang_.OnProgress(rank, now);
+        break;
+      default:
+        break;
+    }
+    return Outcome::kRestart;
+  }
+
+  int64_t generation_wall_start_ns() const { return gen_wall_start_ns_; }
+
+  // ---- injection ---------------------------------------------------------------------------
+  Outcome Apply(const Injector::Action& act, int64_t now) {
+    const Injection& inj = injector_.injections()[act.index];
+    Worker* w = WorkerByRank(act.rank);
+    log_.Write("inject", {{"kind", std::string(InjectKindName(act.kind))},
+                          {"rank", act.rank},
+                          {"step", ranks_.count(act.rank) ? ranks_[act.rank].step : -1},
+                          {"spec", inj.text},
+                          {"pid", w ? w->pid : -1}});
+    if (act.kind == InjectKind::kNodeLoss) {
+      // The whole node disappears: its workers die and its lease is no longer refreshed.
+      for (size_t i = 0; i < workers_.workers().size(); ++i) workers_.SignalGroup(i, SIGKILL);
+      workers_.WaitAll(5 * kNsPerSecond);
+      rdzv_->Abandon();
+      log_.Write("exit", {{"reason", "node-loss injected: exiting without releasing the lease"}});
+      std::fflush(nullptr);
+      ::_exit(137);
+    }
+    if (w == nullptr || !w->running) return Outcome::kRestart;
+    RankState& rs = ranks_[act.rank];
+    rs.inject_mono_ns = now;
+    rs.inject_kind = std::string(InjectKindName(act.kind));
+    switch (act.kind) {
+      case InjectKind::kCrash:
+        ::kill(w->pid, SIGKILL);
+        break;
+      case InjectKind::kHang:
+        ::kill(w->pid, SIGSTOP);
+        break;
+      case InjectKind::kSlow:
+        rs.slow_factor = act.factor;
+        rs.slow_until_step = act.steps > 0 ? rs.step + act.steps : -1;
+        rs.slow_stopped = false;
+        rs.slow_next_toggle_ns = now + static_cast<int64_t>(kSlowPeriodNs / act.factor);
+        break;
+      default:
+        break;
+    }
+    return Outcome::kRestart;
+  }
+
+  // A slowed worker runs 1/factor of each 100 ms period and is stopped for the rest.
+  void DriveSlow(int64_t now) {
+    for (auto& [rank, rs] : ranks_) {
+      if (rs.slow_factor <= 0 || now < rs.slow_next_toggle_ns) continue;
+      Worker* w = WorkerByRank(rank);
+      if (w == nullptr || !w->running) continue;
+      int64_t run_ns = static_cast<int64_t>(kSlowPeriodNs / rs.slow_factor);
+      if (rs.slow_stopped) {
+        ::kill(w->pid, SIGCONT);
+        rs.slow_stopped = false;
+        rs.slow_next_toggle_ns = now + run_ns;
+      } else {
+        ::kill(w->pid, SIGSTOP);
+        rs.slow_stopped = true;
+        rs.slow_next_toggle_ns = now + (kSlowPeriodNs - run_ns);
+      }
+    }
+  }
+
+  void StopSlow(int rank) {
+    RankState& rs = ranks_[rank];
+    if (Worker* w = WorkerByRank(rank); w != nullptr && rs.slow_stopped) ::kill(w->pid, SIGCONT);
+    rs.slow_factor = 0;
+    rs.slow_stopped = false;
+    log_.Write("inject", {{"kind", "slow-end"}, {"rank", rank}});
+  }
+
+  // ---- detection ---------------------------------------------------------------------------
+  Outcome Crash(const Worker& w) {
+    int64_t now = MonoNowNs();
+    const RankState& rs = ranks_[w.rank];
+    json evidence = {{"rank", w.rank},
+                     {"local_rank", w.local_rank},
+                     {"pid", w.pid},
+                     {"status", DescribeWaitStatus(w.wait_status)},
+                     {"step", rs.step}};
+    int64_t failure_ns = w.exit_mono_ns;
+    if (rs.inject_mono_ns > 0 && rs.inject_kind == "crash") {
+      failure_ns = rs.inject_mono_ns;
+      evidence["detection_ms"] = (now - rs.inject_mono_ns) / 1e6;
+    }
+    log_.Write("crash", evidence);
+    // In a multi-node job an exit code (not a signal) is often the consequence of a peer's
+    // failure (a collective lost its peer): give the node that saw the cause time to claim it.
+    if (current_.nnodes > 1 && !WIFSIGNALED(w.wait_status)) {
+      int64_t deadline = now + 500 * kNsPerMs;
+      while (MonoNowNs() < deadline) {
+        auto h = rdzv_->Poll(current_);
+        if (h.ok() && h->restart) return Follow(h->reason, &evidence);
+        ::usleep(50'000);
+      }
+    }
+    return Fail("crash", fmt::format("rank {} {}", w.rank, DescribeWaitStatus(w.wait_status)),
+                failure_ns, evidence);
+  }
+
+  // Returns true (and the outcome) if the hang is acted on now.
+  bool Hang(const HangDetector::Verdict& v, Outcome* outcome) {
+    int64_t now = MonoNowNs();
+    int suspect = v.rank;
+    for (const Worker& w : workers_.workers()) {
+      if (w.running && ProcState(w.pid) == 'T') suspect = w.rank;
+    }
+    bool local_cause = suspect != v.rank || ranks_[v.rank].inject_kind == "hang";
+    if (!local_cause) {
+      // Are our ranks behind the others? If every local rank reached the same step, the cause
+      // may be on another node, whose supervisor should claim it: wait a little first.
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+      for (const auto& [r, s] : ranks_) {
+        lo = std::min(lo, s.step);
+        hi = std::max(hi, s.step);
+      }
+      local_cause = lo < hi;
+    }
+    if (!local_cause && current_.nnodes > 1) {
+      if (hang_deferred_until_ns_ == 0) hang_deferred_until_ns_ = now + 2 * kNsPerSecond;
+      if (now < hang_deferred_until_ns_) return false;
+    }
+    json evidence = {{"rank", suspect},
+                     {"silent_s", NsToSeconds(v.silent_ns)},
+                     {"threshold_s", NsToSeconds(v.threshold_ns)},
+                     {"p99_step_s", hang_.P99IntervalNs() / 1e9},
+                     {"before_first_step", v.before_first_step},
+                     {"step", ranks_[suspect].step}};
+    int64_t failure_ns = v.last_progress_ns;
+    const RankState& rs = ranks_[suspect];
+    if (rs.inject_mono_ns > 0 && rs.inject_kind == "hang") {
+      evidence["detection_s"] = NsToSeconds(now - rs.inject_mono_ns);
+      failure_ns = rs.inject_mono_ns;
+    }
+    log_.Write("hang", evidence);
+    CaptureStacks();
+    *outcome = Fail("hang",
+                    fmt::format("rank {} made no progress for {:.1f} s (bound {:.1f} s)", suspect,
+                                NsToSeconds(v.silent_ns), NsToSeconds(v.threshold_ns)),
+                    failure_ns, evidence);
+    return true;
+  }
+
+  // Asks every running worker for its Python stacks (SIGUSR1 -> faulthandler, registered by
+  // titan.client) and records them with the kernel's view (state, wait channel, kernel stack).
+  void CaptureStacks() {
+    std::map<int, int64_t> before;
+    for (const Worker& w : workers_.workers()) {
+      if (!w.running) continue;
+      before[w.rank] = FileSize(StackFile(w.rank));
+      char state = ProcState(w.pid);
+      ::kill(w.pid, SIGUSR1);
+      if (state == 'T') ::kill(w.pid, SIGCONT);  // a stopped process handles it once continued
+    }
+    // Wait until every file grew and stopped growing, or the deadline.
+    int64_t deadline = MonoNowNs() + o_.stack_wait_ns;
+    std::map<int, int64_t> last;
+    int stable_rounds = 0;
+    while (MonoNowNs() < deadline) {
+      ::usleep(50'000);
+      bool all_grew = true, changed = false;
+      for (const auto& [rank, size0] : before) {
+        int64_t s = FileSize(StackFile(rank));
+        all_grew &= s > size0;
+        changed |= last[rank] != s;
+        last[rank] = s;
+      }
+      stable_rounds = changed ? 0 : stable_rounds + 1;
+      if (all_grew && stable_rounds >= 2) break;
+    }
+    for (const Worker& w : workers_.workers()) {
+      if (!before.count(w.rank)) continue;
+      std::string py = ReadFrom(StackFile(w.rank), before[w.rank], kMaxStackBytes);
+      std::string wchan = ProcField(w.pid, "wchan");
+      std::string kstack = ProcField(w.pid, "stack");
+      if (kstack.size() > 4096) kstack.resize(4096);
+      log_.Write("stack",
+                 {{"rank", w.rank},
+                  {"pid", w.pid},
+                  {"state", std::string(1, ProcState(w.pid))},
+                  {"wchan", wchan},
+                  {"kernel_stack", kstack},
+                  {"python", py.empty() ? json(nullptr) : json(py)},
+                  {"note", py.empty() ? "no Python stack: is titan.client.init() called?" : ""}});
+    }
+  }
+
+  std::optional<Outcome> Stragglers() {
+    auto medians = straggler_.Medians();
+    for (const StragglerDetector::Finding& f : straggler_.Evaluate(medians)) {
+      if (f.consecutive != o_.straggler.persist) continue;  // report once, when it persists
+      log_.Write("straggler", {{"rank", f.rank},
+                               {"median_compute_ms", f.median_ns / 1e6},
+                               {"peers_median_ms", f.peers_median_ns / 1e6},
+                               {"score", f.score},
+                               {"persistent", f.persistent}});
+      if (f.persistent && o_.straggler_restart && current_.nnodes > 1) {
+        excluded_until_ns_ = MonoNowNs() + o_.isolation.cooldown_ns;
+        log_.Write("exclude", {{"node", o_.node_id},
+                               {"reason", fmt::format("persistent straggler rank {}", f.rank)},
+                               {"cooldown_s", NsToSeconds(o_.isolation.cooldown_ns)}});
+        return Fail("straggler",
+                    fmt::format("rank {} {:.2f}x slower than its peers", f.rank,
+                                f.median_ns / std::max(f.peers_median_ns, 1.0)),
+                    MonoNowNs(), json{{"rank", f.rank}}, /*count_failure=*/false);
+      }
+    }
+    return std::nullopt;
+  }
+
+  // ---- decisions ---------------------------------------------------------------------------
+  Outcome Fail(const std::string& kind, const std::string& detail, int64_t failure_ns,
+               const json& evidence, bool count_failure = true) {
+    int64_t now = MonoNowNs();
+    detect_ns_ = now;
+    ledger_.OnFailure(std::min(failure_ns, now), now);
+    json reason = {{"reason", kind}, {"detail", detail}, {"evidence", evidence}};
+    auto first = rdzv_->RequestRestart(current_.generation, reason);
+    bool claimed = first.ok() && *first;
+    log_.Write("decision",
+               {{"action", "restart"},
+                {"reason", kind},
+                {"detail", detail},
+                {"claimed", claimed},
+                {"note", claimed ? "this node saw the cause first and restarts the job"
+                                 : "another node already restarted the job: a consequence"}});
+    StopWorkers();
+    if (claimed && count_failure) {
+      failures_.Record(o_.node_id, evidence.value("local_rank", 0), now);
+      int recent = failures_.RecentFailures(o_.node_id, now);
+      if (failures_.ShouldExclude(o_.node_id, now)) {
+        excluded_until_ns_ = now + o_.isolation.cooldown_ns;
+        log_.Write("exclude", {{"node", o_.node_id},
+                               {"failures", recent},
+                               {"window_s", NsToSeconds(o_.isolation.window_ns)},
+                               {"cooldown_s", NsToSeconds(o_.isolation.cooldown_ns)},
+                               {"reason", fmt::format("{} failures within {:.0f} s", recent,
+                                                      NsToSeconds(o_.isolation.window_ns))}});
+        if (current_.nnodes <= 1 || o_.etcd.empty()) {
+          log_.Write("decision", {{"action", "give-up"},
+                                  {"reason", "the only node is excluded; no node left to run on"}});
+          return Outcome::kFatal;
+        }
+      }
+    }
+    return Outcome::kRestart;
+  }
+
+  // Another node restarted the job (or asked us to follow a newer generation).
+  Outcome Follow(const json& record, const json* local_evidence = nullptr) {
+    int64_t now = MonoNowNs();
+    detect_ns_ = now;
+    ledger_.OnFailure(now, now);
+    json fields = {{"action", "restart"},
+                   {"reason", ReasonText(record)},
+                   {"by", record.value("node", "")},
+                   {"generation", record.value("gen", 0)}};
+    if (local_evidence) fields["local_exit"] = *local_evidence;
+    log_.Write("decision", fields);
+    StopWorkers();
+    return Outcome::kRestart;
+  }
+
+  Outcome LostNodes(const std::vector<std::string>& lost) {
+    int64_t now = MonoNowNs();
+    log_.Write("lost", {{"nodes", lost},
+                        {"note", "lease expired in etcd"},
+                        {"lease_ttl_s", o_.lease_ttl_seconds}});
+    detect_ns_ = now;
+    ledger_.OnFailure(now, now);
+    json reason = {{"reason", "node-lost"},
+                   {"detail", fmt::format("{} lost", fmt::join(lost, ","))}};
+    auto first = rdzv_->RequestRestart(current_.generation, reason);
+    log_.Write("decision", {{"action", "restart"},
+                            {"reason", "node-lost"},
+                            {"detail", reason["detail"]},
+                            {"claimed", first.ok() && *first}});
+    StopWorkers();
+    return Outcome::kRestart;
+  }
+
+  void StopWorkers() {
+    for (auto& [rank, rs] : ranks_) rs.slow_factor = 0;
+    int64_t t0 = MonoNowNs();
+    int killed = workers_.Stop(o_.failure_grace_ns);
+    stop_ns_ = MonoNowNs() - t0;
+    log_.Write(
+        "stopped",
+        {{"generation", current_.generation}, {"stop_ms", stop_ns_ / 1e6}, {"sigkilled", killed}});
+  }
+
+  bool SleepInterruptible(int64_t ns) {
+    int64_t deadline = MonoNowNs() + ns;
+    while (MonoNowNs() < deadline) {
+      pollfd fd = {sigfd_, POLLIN, 0};
+      ::poll(&fd, 1, static_cast<int>(std::max<int64_t>((deadline - MonoNowNs()) / kNsPerMs, 1)));
+      if (PendingStop()) return false;
+    }
+    return true;
+  }
+
+  // SIGTERM/SIGINT/SIGHUP to titan run: ask the workers to checkpoint and exit (SIGTERM
+  // forwarded), wait the grace period, then kill what is left.
+  int Preempt() {
+    int sig = stop_signal_ != 0 ? stop_signal_ : SIGTERM;
+    int64_t t0 = MonoNowNs();
+    log_.Write("preempt", {{"signal", sig}, {"grace_s", NsToSeconds(o_.term_grace_ns)}});
+    ledger_.Enter(Phase::kCheckpoint, t0);
+    workers_.SignalAll(SIGTERM);
+    workers_.SignalAll(SIGCONT);
+    bool clean = workers_.WaitAll(o_.term_grace_ns);
+    int killed = workers_.Stop(0);
+    log_.Write("stopped", {{"stop_ms", (MonoNowNs() - t0) / 1e6},
+                           {"sigkilled", killed},
+                           {"clean", clean && workers_.AllSucceeded()}});
+    if (current_.nnodes > 1) {
+      rdzv_->RequestRestart(current_.generation, {{"reason", "preempted"}, {"detail", o_.node_id}})
+          .status()
+          .IgnoreError();
+    }
+    return Finish(sig == SIGINT ? 130 : 143);
+  }
+
+  // ---- outputs -----------------------------------------------------------------------------
+  void PublishMetrics(int64_t now) {
+    if (now < next_metrics_ns_) return;
+    next_metrics_ns_ = now + kNsPerSecond;
+    std::string text = ledger_.ToPrometheus(now);
+    text += "# HELP titan_run_generation Current generation of the worker group.\n";
+    text += "# TYPE titan_run_generation gauge\n";
+    text += fmt::format("titan_run_generation {}\n", current_.generation);
+    text += "# HELP titan_run_world_size World size of the current generation.\n";
+    text += "# TYPE titan_run_world_size gauge\n";
+    text += fmt::format("titan_run_world_size {}\n", current_.world_size);
+    text += "# HELP titan_run_events_dropped_total Step events dropped by a full queue.\n";
+    text += "# TYPE titan_run_events_dropped_total counter\n";
+    text += fmt::format("titan_run_events_dropped_total {}\n", queue_.dropped());
+    {
+      std::lock_guard<std::mutex> l(metrics_mu_);
+      metrics_text_ = text;
+    }
+    if (!o_.metrics_file.empty()) {
+      std::string tmp = o_.metrics_file + ".tmp";
+      if (FILE* f = std::fopen(tmp.c_str(), "we")) {
+        std::fwrite(text.data(), 1, text.size(), f);
+        std::fclose(f);
+        std::rename(tmp.c_str(), o_.metrics_file.c_str());
+      }
+    }
+  }
+
+  int Finish(int code) {
+    int64_t now = MonoNowNs();
+    workers_.Stop(0);
+    ledger_.Finish(now);
+    next_metrics_ns_ = 0;
+    PublishMetrics(now);
+    json ledger = ledger_.ToJson(now);
+    ledger["node"] = o_.node_id;
+    ledger["job"] = o_.job_id;
+    ledger["exit_code"] = code;
+    ledger["generation"] = current_.generation;
+    ledger["world_size"] = current_.world_size;
+    ledger["event_log"] = o_.event_log;
+    log_.Write("ledger", ledger);
+    if (FILE* f = std::fopen(o_.ledger_json.c_str(), "we")) {
+      std::string text = ledger.dump(2) + "\n";
+      std::fwrite(text.data(), 1, text.size(), f);
+      std::fclose(f);
+    }
+    if (!o_.quiet) PrintSummary(code, now);
+    rdzv_->Leave();
+    return code;
+  }
+
+  void PrintSummary(int code, int64_t now) {
+    std::string out = fmt::format("\ntitan run: {} (exit {}) after {:.1f} s, {} restart(s)\n",
+                                  code == 0 ? "job finished" : "job stopped", code,
+                                  NsToSeconds(now - start_ns_), restart_count_);
+    out += "timeline:\n";
+    for (const json& e : log_.recent()) {
+      std::string type = e.value("type", "");
+      std::string line;
+      if (type == "inject") {
+        line = fmt::format("injected {} on rank {}", e.value("kind", ""), e.value("rank", -1));
+      } else if (type == "crash") {
+        line = fmt::format("crash: rank {} {}", e.value("rank", -1), e.value("status", ""));
+      } else if (type == "hang") {
+        line = fmt::format("hang: rank {} silent {:.1f} s > bound {:.1f} s", e.value("rank", -1),
+                           e.value("silent_s", 0.0), e.value("threshold_s", 0.0));
+      } else if (type == "straggler") {
+        line = fmt::format("straggler: rank {} compute {:.0f} ms vs peers {:.0f} ms",
+                           e.value("rank", -1), e.value("median_compute_ms", 0.0),
+                           e.value("peers_median_ms", 0.0));
+      } else if (type == "decision") {
+        line = fmt::format("decision: {} ({})", e.value("action", ""),
+                           e.value("detail", e.value("reason", std::string())));
+      } else if (type == "exclude") {
+        line = fmt::format("exclude node {}: {}", e.value("node", ""), e.value("reason", ""));
+      } else if (type == "lost") {
+        line = fmt::format("lost node(s): {}", e["nodes"].dump());
+      } else if (type == "restart") {
+        line = fmt::format("restarted generation {} ({:.0f} ms from detection to exec)",
+                           e.value("generation", 0), e.value("detect_to_exec_ms", 0.0));
+      } else if (type == "preempt") {
+        line = "preempted: SIGTERM forwarded to the workers";
+      } else {
+        continue;
+      }
+      out += fmt::format("  {:>7.1f}s  {}\n", e.value("t", 0.0), line);
+    }
+    out += ledger_.ToTable(now);
+    out += fmt::format("event log: {}\nledger:    {}\n", o_.event_log, o_.ledger_json);
+    std::fputs(out.c_str(), stderr);
+  }
+
+  RunOptions o_;
+  const int64_t start_ns_;
+  RunLog log_;
+  GoodputLedger ledger_;
+  HangDetector hang_;
+  StragglerDetector straggler_;
+  FailureTracker failures_;
+  RestartBudget budget_;
+  Injector injector_;
+  EventQueue queue_;
+  std::unique_ptr<EventReceiver> receiver_;
+  std::unique_ptr<Rendezvous> rdzv_;
+  WorkerGroup workers_;
+  std::map<int, RankState> ranks_;
+  Assignment current_;
+  std::vector<std::string> base_env_;
+  std::string socket_path_;
+  int sigfd_ = -1;
+  int stop_signal_ = 0;
+  int restart_count_ = 0;
+  int64_t detect_ns_ = 0;
+  int64_t stop_ns_ = 0;
+  int64_t backoff_ns_ = 0;
+  int64_t excluded_until_ns_ = 0;
+  int64_t hang_deferred_until_ns_ = 0;
+  int64_t checkpoint_begin_ns_ = 0;
+  int64_t gen_wall_start_ns_ = 0;
+  int64_t next_metrics_ns_ = 0;
+  bool poll_error_logged_ = false;
+  std::mutex metrics_mu_;
+  std::string metrics_text_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread http_thread_;
+};
+
+}  // namespace
+
+int RunSupervisor(const RunOptions& options) {
+  Supervisor s(options);
+  return s.Run();
+}
+
+}  // namespace titan::supervisor

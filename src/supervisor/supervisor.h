@@ -1,0 +1,57 @@
+// Supervisor: the loop of `titan run` on one node. Launches the workers of each generation,
+// watches them (exits via SIGCHLD, progress via step events on its own socket, etcd for the other
+// nodes), detects crash / hang / straggler / lost node, decides (restart, exclude, give up),
+// recovers, injects faults for drills and keeps the goodput ledger and the event log.
+//
+// Thread safety: Run() is called once from the main thread; it blocks SIGCHLD, SIGTERM, SIGINT
+// and SIGHUP in the calling thread before any helper thread starts (helper threads inherit the
+// mask, so every signal is read by the loop through a signalfd).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/supervisor/inject.h"
+#include "src/supervisor/policy.h"
+
+namespace titan::supervisor {
+
+struct RunOptions {
+  std::vector<std::string> command;  // after "--"
+  int nproc_per_node = 1;
+  int min_nodes = 1;
+  int max_nodes = 1;
+  std::string etcd;  // http://host:port; empty: single node, no etcd
+  std::string job_id = "default";
+  std::string node_id;    // default hostname-pid
+  std::string node_addr;  // default 127.0.0.1 single-node, else the hostname
+  std::string run_dir;  // socket, stack files, default outputs; default /tmp/titan-run-<job>-<pid>
+  std::string event_log;       // default <run_dir>/events.jsonl
+  std::string ledger_json;     // default <run_dir>/ledger.json
+  std::string metrics_file;    // Prometheus text, rewritten every second; empty: none
+  int metrics_port = 0;        // serve /metrics on 127.0.0.1:port; 0: none
+  std::string checkpoint_dir;  // exported as TITAN_CHECKPOINT_DIR
+  std::string log_dir;         // per-worker stdout+stderr files; empty: inherit
+  RestartOptions restart;
+  int64_t failure_grace_ns = 1'000'000'000;  // SIGTERM -> SIGKILL when recovering
+  int64_t term_grace_ns = 30'000'000'000;    // on SIGTERM to titan run (preemption)
+  int64_t stack_wait_ns = 2'000'000'000;     // waiting for a hung worker's stack dump
+  HangOptions hang;
+  StragglerOptions straggler;
+  bool straggler_restart = false;  // --straggler-action=exclude: restart without the node
+  IsolationOptions isolation;
+  std::vector<Injection> injections;
+  uint64_t seed = 0;
+  int64_t lease_ttl_seconds = 5;
+  int64_t last_call_ns = 2'000'000'000;
+  int64_t join_timeout_ns = 600LL * 1'000'000'000;
+  bool quiet = false;  // no end-of-run summary on stderr
+};
+
+// Runs the job to completion. Returns the process exit code: 0 the job finished, 1 it failed
+// (restart budget spent, every node excluded, setup error), 143 preempted by SIGTERM
+// (130 for SIGINT) after the workers were asked to checkpoint.
+int RunSupervisor(const RunOptions& options);
+
+}  // namespace titan::supervisor
