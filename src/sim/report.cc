@@ -79,20 +79,21 @@ std::string FormatTable(const SimSummary& s) {
 
 std::string FormatSweepTable(const std::string& key, const std::vector<SweepRow>& rows) {
   std::string out = fmt::format(
-      "{:>10} {:>8} {:>7} {:>8} {:>8} {:>8} {:>9} {:>16} {:>8} {:>8} {:>9} {:>8} {:>8}\n", key,
-      "gpus", "spares", "step_s", "comm_s", "mtbf_h", "ckpt_min", "ettr", "lost%", "wait%",
-      "intr/day", "eff%", "scaling");
+      "{:>10} {:>8} {:>7} {:>8} {:>8} {:>8} {:>9} {:>16} {:>7} {:>7} {:>7} {:>9} {:>7} {:>8}\n",
+      key, "gpus", "spares", "step_s", "comm_s", "mtbf_h", "ckpt_min", "ettr", "lost%", "wait%",
+      "degr%", "intr/day", "eff%", "scaling");
   const double base = rows.empty() ? 0 : rows.front().summary.efficiency;
   for (const SweepRow& row : rows) {
     const SimSummary& s = row.summary;
     const double lost = s.share[static_cast<size_t>(Category::kLostWork)].mean;
     const double wait = s.share[static_cast<size_t>(Category::kWaiting)].mean;
+    const double degraded = s.share[static_cast<size_t>(Category::kDegraded)].mean;
     out += fmt::format(
-        "{:>10} {:>8} {:>7} {:>8.3f} {:>8.3f} {:>8.2f} {:>9.1f} {:>16} {:>8.2f} {:>8.2f} "
-        "{:>9.2f} {:>8.2f} {:>8.3f}\n",
+        "{:>10} {:>8} {:>7} {:>8.3f} {:>8.3f} {:>8.2f} {:>9.1f} {:>16} {:>7.2f} {:>7.2f} {:>7.2f} "
+        "{:>9.2f} {:>7.2f} {:>8.3f}\n",
         row.value, s.scenario.cluster.gpus, s.scenario.cluster.spares, s.step.step_seconds,
         s.step.exposed_allreduce_seconds, s.job_mtbf_seconds / kSecondsPerHour,
-        Minutes(s.interval_seconds), Percent(s.ettr), 100 * lost, 100 * wait,
+        Minutes(s.interval_seconds), Percent(s.ettr), 100 * lost, 100 * wait, 100 * degraded,
         s.interruptions.mean / std::max(s.wall_days.mean, 1e-9), 100 * s.efficiency,
         base > 0 ? s.efficiency / base : 0);
   }

@@ -36,6 +36,13 @@ constexpr Range kPositive{0, kHuge, true, false};
 constexpr Range kNonNegative{0, kHuge, false, false};
 constexpr Range kUnit{0, 1, false, false};
 
+// A value for an error message: JSON text, invalid UTF-8 replaced (dump() would throw).
+std::string Show(const json& value) {
+  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > 80) text = text.substr(0, 77) + "...";
+  return text;
+}
+
 Status Error(const std::string& path, const std::string& what) {
   return InvalidArgumentError(fmt::format("scenario: {}: {}", path, what));
 }
@@ -87,7 +94,7 @@ class Section {
     if (value == nullptr) return OkStatus();
     if (!value->is_number() || !std::isfinite(value->get<double>())) {
       return Error(Path(key),
-                   fmt::format("must be a number in {} (got {})", range.Text(), value->dump()));
+                   fmt::format("must be a number in {} (got {})", range.Text(), Show(*value)));
     }
     const double v = value->get<double>();
     if (!range.Contains(v)) {
@@ -110,7 +117,7 @@ class Section {
     if (!value->is_number() || !std::isfinite(value->get<double>()) ||
         value->get<double>() != std::floor(value->get<double>())) {
       return Error(Path(key),
-                   fmt::format("must be a whole number in {} (got {})", range, value->dump()));
+                   fmt::format("must be a whole number in {} (got {})", range, Show(*value)));
     }
     const double v = value->get<double>();
     if (v < static_cast<double>(lo) || v > static_cast<double>(hi)) {
@@ -123,7 +130,7 @@ class Section {
     const json* value = Find(key);
     if (value == nullptr) return OkStatus();
     if (!value->is_boolean()) {
-      return Error(Path(key), fmt::format("must be true or false (got {})", value->dump()));
+      return Error(Path(key), fmt::format("must be true or false (got {})", Show(*value)));
     }
     *out = value->get<bool>();
     return OkStatus();
@@ -132,7 +139,7 @@ class Section {
     const json* value = Find(key);
     if (value == nullptr) return OkStatus();
     if (!value->is_string()) {
-      return Error(Path(key), fmt::format("must be a string (got {})", value->dump()));
+      return Error(Path(key), fmt::format("must be a string (got {})", Show(*value)));
     }
     *out = value->get<std::string>();
     return OkStatus();
@@ -493,7 +500,7 @@ Result<Scenario> ParseScenario(const json& input) {
   if (auto base = input.find("base"); base != input.end()) {
     if (!base->is_string() || FindPreset(base->get<std::string>()) == nullptr) {
       return Error("base",
-                   fmt::format("must name a preset ({}); got {}", PresetNames(), base->dump()));
+                   fmt::format("must name a preset ({}); got {}", PresetNames(), Show(*base)));
     }
     TITAN_ASSIGN_OR_RETURN(
         merged, ParseScenarioText(FindPreset(base->get<std::string>()), base->get<std::string>()));

@@ -69,7 +69,8 @@ int SimCommand(int argc, char** argv) {
   app.add_option("scenario", scenario_arg, "Scenario file (.yaml/.json) or preset name");
   app.add_flag("--json", json, "Print the summary as JSON");
   app.add_flag("--csv", csv, "Print the summary as CSV (one row per sweep point)");
-  app.add_option("--set", sets, "Override a key, e.g. --set cluster.spares=16 (repeatable)");
+  app.add_option("--set", sets, "Override a key, e.g. --set cluster.spares=16 (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("--sweep", sweep,
                  "Run once per value: gpus=1024,4096 (spares scale along), spares=0,8,16, or any "
                  "dotted key, e.g. checkpoint.interval_minutes=10,20,40");
@@ -146,7 +147,7 @@ int SimCommand(int argc, char** argv) {
   if (json) {
     const nlohmann::json out =
         key.empty() ? sim::SummaryJson(rows.front().summary) : sim::SweepJson(key, rows);
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (csv) {
     std::fputs(sim::FormatCsv(key, rows).c_str(), stdout);
   } else if (key.empty()) {

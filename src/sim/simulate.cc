@@ -140,7 +140,12 @@ Result<SimSummary> Simulate(const Scenario& s) {
 
 Result<std::vector<SweepRow>> Sweep(const nlohmann::json& tree, const std::string& key,
                                     const std::vector<std::string>& values) {
-  TITAN_ASSIGN_OR_RETURN(Scenario base, ParseScenario(tree));
+  Scenario base;
+  if (key == "gpus") {  // the base size scales spares and pins the reference size
+    Result<Scenario> parsed = ParseScenario(tree);
+    if (!parsed.ok()) return parsed.status();
+    base = *std::move(parsed);
+  }
   std::vector<SweepRow> rows;
   for (const std::string& value : values) {
     nlohmann::json point = tree;
