@@ -18,6 +18,7 @@ constexpr Subcommand kSubcommands[] = {
      titan::AgentCommand},
     {"ckpt", "inspect and maintain checkpoints: ls, inspect, verify, diff, gc",
      titan::CkptCommand},
+    {"sim", "project failures, checkpoints and scaling to 10k-100k GPUs", titan::SimCommand},
 };
 
 void PrintUsage(FILE* out) {
