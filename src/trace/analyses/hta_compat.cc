@@ -349,6 +349,7 @@ HtaRankResult ComputeHtaRank(const RankTrace& t, const HtaOptions& options) {
     if (cpu_kept(i)) kept_count[op.correlation]++;
     if (op.correlation != -1) last_cpu[op.correlation] = i;
   }
+  std::vector<int8_t> type_cache(t.strings.size(), -1);
   std::vector<GpuEvent> gpu;
   for (size_t i = 0; i < n; ++i) {
     const Op& op = t.ops[i];
@@ -368,7 +369,9 @@ HtaRankResult ComputeHtaRank(const RankTrace& t, const HtaOptions& options) {
         runtime_ts = Us(ts[0]);  // HTA's "not found" index 0 joins the trace's first event
       }
     }
-    GpuEvent e{ts[i], end[i], op.name, op.stream, HtaClassify(t.strings.Get(op.name)), runtime_ts};
+    int8_t& type = type_cache[op.name];
+    if (type < 0) type = static_cast<int8_t>(HtaClassify(t.strings.Get(op.name)));
+    GpuEvent e{ts[i], end[i], op.name, op.stream, static_cast<HtaKernelType>(type), runtime_ts};
     for (int c = 0; c < copies; ++c) gpu.push_back(e);
   }
   if (gpu.empty()) {

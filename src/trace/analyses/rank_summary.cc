@@ -148,13 +148,24 @@ RankSummary SummariseRank(const RankTrace& t, const SummaryOptions& options) {
   std::sort(gpu.begin(), gpu.end(), [](const Op* a, const Op* b) { return a->ts_ns < b->ts_ns; });
   s.has_gpu = !gpu.empty();
 
+  // GPU classes, computed once per distinct name.
+  std::vector<int8_t> class_cache(t.strings.size(), -1);
+  auto gpu_class = [&](const Op* op) {
+    if (op->kind == EventKind::kGpuMemcpy || op->kind == EventKind::kGpuMemset) {
+      return GpuClass::kMemory;
+    }
+    int8_t& c = class_cache[op->name];
+    if (c < 0) c = static_cast<int8_t>(ClassifyGpuOp(op->kind, t.Name(*op)));
+    return static_cast<GpuClass>(c);
+  };
+
   // The timelines.
   std::vector<Interval> compute, comm, mem;
   int32_t main_tid = 0;
   if (s.has_gpu) {
     for (const Op* op : gpu) {
       Interval i{op->ts_ns, op->end_ns()};
-      switch (ClassifyGpuOp(op->kind, t.Name(*op))) {
+      switch (gpu_class(op)) {
         case GpuClass::kCompute:
           compute.push_back(i);
           break;
@@ -248,9 +259,10 @@ RankSummary SummariseRank(const RankTrace& t, const SummaryOptions& options) {
       if (i.begin_ns > cursor) gaps.push_back(IdleGap{cursor, i.begin_ns - cursor});
       cursor = std::max(cursor, i.end_ns);
     }
-    std::sort(gaps.begin(), gaps.end(),
-              [](const IdleGap& a, const IdleGap& b) { return a.length_ns > b.length_ns; });
-    if (static_cast<int>(gaps.size()) > options.top_gaps) gaps.resize(options.top_gaps);
+    size_t keep = std::min(gaps.size(), static_cast<size_t>(std::max(0, options.top_gaps)));
+    std::partial_sort(gaps.begin(), gaps.begin() + keep, gaps.end(),
+                      [](const IdleGap& a, const IdleGap& b) { return a.length_ns > b.length_ns; });
+    gaps.resize(keep);
     for (IdleGap& g : gaps) {
       int64_t gap_end = g.begin_ns + g.length_ns;
       g.step = step_of(g.begin_ns);
@@ -315,7 +327,7 @@ RankSummary SummariseRank(const RankTrace& t, const SummaryOptions& options) {
   std::vector<const Op*> calls;
   if (s.has_gpu) {
     for (const Op* op : gpu) {
-      if (ClassifyGpuOp(op->kind, t.Name(*op)) == GpuClass::kCommunication) calls.push_back(op);
+      if (gpu_class(op) == GpuClass::kCommunication) calls.push_back(op);
     }
   } else {
     for (const Op& op : t.ops) {

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# titan trace vs the floor for any Python tool (json.load of the same gzipped files), on an
+# 8-rank set built from a real rank (bench/trace_make_set.py), in the same run.
+# usage: bench/trace_bench.sh [BUILD_DIR]   (needs titan_trace_cli built in BUILD_DIR)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${1:-$ROOT/build/release}"
+CLI="$BUILD/src/trace/titan_trace_cli"
+SRC="$ROOT/../shared/data/traces/hta_df_index_resolver_v100_ddp/df_index_resolver.json.gz"
+SET=/tmp/titan_trace_bench_set
+[[ -x "$CLI" ]] || { echo "build titan_trace_cli first: cmake --build $BUILD --target titan_trace_cli" >&2; exit 1; }
+[[ -f "$SRC" ]] || { echo "real trace not found: $SRC" >&2; exit 1; }
+if [[ ! -f "$SET/rank7.json.gz" ]]; then
+  echo "building the 8-rank set in $SET (once)..." >&2
+  /usr/bin/python3 "$ROOT/bench/trace_make_set.py" "$SRC" "$SET" --ranks 8 --late-rank 5 --late-us 2000
+fi
+FILES=("$SET"/rank*.json.gz)
+RAW=$(for f in "${FILES[@]}"; do gzip -dc "$f" | wc -c; done | awk '{s+=$1} END {print s}')
+GZ=$(du -cb "${FILES[@]}" | tail -1 | cut -f1)
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "set: ${#FILES[@]} ranks, $((RAW / 1000000)) MB raw JSON, $((GZ / 1000000)) MB gzipped"
+
+measure() {  # label, command...: prints "label wall_s maxrss_kb"
+  local label="$1"; shift
+  local log; log=$(mktemp)
+  /usr/bin/time -v "$@" > /dev/null 2> "$log" || { cat "$log" >&2; rm -f "$log"; return 1; }
+  local wall rss
+  wall=$(grep "Elapsed (wall clock)" "$log" | awk '{print $NF}' | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
+  rss=$(grep "Maximum resident" "$log" | awk '{print $NF}')
+  rm -f "$log"
+  echo "$label $wall $rss"
+}
+
+read -r _ T2 R2 < <(measure titan2 "$CLI" analyze "$SET" --threads 2)
+read -r _ T1 R1 < <(measure titan1 "$CLI" analyze "$SET" --threads 1)
+read -r _ TH RH < <(measure titanh "$CLI" analyze "$SET" --threads 2 --hta-compat)
+read -r _ TP RP < <(measure python /usr/bin/python3 -c 'import json,gzip,sys; [json.load(gzip.open(f)) for f in sys.argv[1:]]' "${FILES[@]}")
+
+awk -v raw="$RAW" -v t2="$T2" -v r2="$R2" -v t1="$T1" -v r1="$R1" -v th="$TH" -v rh="$RH" -v tp="$TP" -v rp="$RP" 'BEGIN {
+  mb = raw / 1e6
+  printf "%-52s %8s %10s %10s\n", "command", "wall s", "MB/s", "peak RSS"
+  printf "%-52s %8.2f %10.0f %7.0f MB (%.2fx raw)\n", "titan trace analyze --threads 2", t2, mb / t2, r2 / 1024, r2 * 1024 / raw
+  printf "%-52s %8.2f %10.0f %7.0f MB (%.2fx raw)\n", "titan trace analyze --threads 1 (per core)", t1, mb / t1, r1 / 1024, r1 * 1024 / raw
+  printf "%-52s %8.2f %10.0f %7.0f MB (%.2fx raw)\n", "titan trace analyze --threads 2 --hta-compat", th, mb / th, rh / 1024, rh * 1024 / raw
+  printf "%-52s %8.2f %10.0f %7.0f MB (%.2fx raw)\n", "python3 json.load(gzip.open(f)) (floor for Python tools)", tp, mb / tp, rp / 1024, rp * 1024 / raw
+  printf "ratio: titan (2 threads, full analysis) is %.1fx faster than only json.load in Python\n", tp / t2
+}'
+echo "HTA itself is not installable here (not on PyPI in this environment); its published speed on this kind of machine is ~8 MB/s per core."
+echo "late rank check:"; "$CLI" analyze "$SET" --threads 2 | sed -n '/^stragglers:/,/^$/p'
