@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,9 @@
 
 namespace titan::checkpoint {
 namespace {
+
+// Chunks are read (pread + checksum) by this many threads at once.
+constexpr size_t kReadThreads = 4;
 
 // One contiguous copy from the shard's byte space to the destination's byte space.
 struct Run {
@@ -158,11 +162,21 @@ Status CheckpointReader::ReadSlice(const std::string& name, const std::vector<in
         fmt::format("{}: tensor \"{}\" slice needs {} bytes ({}), the destination has {}", where_,
                     name, want, DTypeName(t->dtype), dst_bytes));
   }
-  char* out = static_cast<char*>(dst);
+  // Plan one task per chunk that overlaps the slice, then run the tasks on a few threads.
+  struct Task {
+    const ChunkRef* chunk;
+    uint64_t shard_byte;           // where the chunk starts in its shard
+    const std::vector<Run>* runs;  // the shard's runs
+    size_t first_run;              // first run overlapping the chunk
+    bool direct;                   // the whole chunk lands inside one run
+  };
+  std::vector<std::vector<Run>> shard_runs;
+  shard_runs.reserve(t->shards.size());
+  std::vector<Task> tasks;
   uint64_t covered = 0;
-  std::vector<char> scratch;
   for (const ShardEntry& shard : t->shards) {
-    std::vector<Run> runs = IntersectionRuns(shard.offsets, shard.lengths, offsets, lengths, elem);
+    shard_runs.push_back(IntersectionRuns(shard.offsets, shard.lengths, offsets, lengths, elem));
+    const std::vector<Run>& runs = shard_runs.back();
     if (runs.empty()) continue;
     size_t r = 0;
     uint64_t chunk_start = 0;
@@ -170,25 +184,13 @@ Status CheckpointReader::ReadSlice(const std::string& name, const std::vector<in
       uint64_t chunk_end = chunk_start + c.size_bytes;
       while (r < runs.size() && runs[r].src + runs[r].size <= chunk_start) ++r;
       if (r == runs.size()) break;
-      if (runs[r].src >= chunk_end) {
-        chunk_start = chunk_end;
-        continue;
-      }
-      if (runs[r].src <= chunk_start && runs[r].src + runs[r].size >= chunk_end) {
-        // The whole chunk lands in one run: read it in place.
-        TITAN_RETURN_IF_ERROR(
-            ReadChunk(*t, c, chunk_start, out + runs[r].dst + (chunk_start - runs[r].src)));
-        covered += c.size_bytes;
-      } else {
-        scratch.resize(c.size_bytes);
-        TITAN_RETURN_IF_ERROR(ReadChunk(*t, c, chunk_start, scratch.data()));
+      if (runs[r].src < chunk_end) {
+        bool direct = runs[r].src <= chunk_start && runs[r].src + runs[r].size >= chunk_end;
+        tasks.push_back(Task{&c, chunk_start, &runs, r, direct});
         for (size_t rr = r; rr < runs.size() && runs[rr].src < chunk_end; ++rr) {
           uint64_t lo = std::max(runs[rr].src, chunk_start);
           uint64_t hi = std::min(runs[rr].src + runs[rr].size, chunk_end);
-          if (lo >= hi) continue;
-          std::memcpy(out + runs[rr].dst + (lo - runs[rr].src), scratch.data() + (lo - chunk_start),
-                      hi - lo);
-          covered += hi - lo;
+          if (lo < hi) covered += hi - lo;
         }
       }
       chunk_start = chunk_end;
@@ -200,7 +202,46 @@ Status CheckpointReader::ReadSlice(const std::string& name, const std::vector<in
                     "checkpoint is incomplete",
                     where_, name, covered, want));
   }
-  return OkStatus();
+  char* out = static_cast<char*>(dst);
+  std::atomic<size_t> next{0};
+  std::mutex error_mu;
+  Status first_error;
+  auto work = [&] {
+    std::vector<char> scratch;
+    for (size_t i = next++; i < tasks.size(); i = next++) {
+      const Task& task = tasks[i];
+      const std::vector<Run>& runs = *task.runs;
+      const Run& run = runs[task.first_run];
+      Status status;
+      if (task.direct) {
+        status = ReadChunk(*t, *task.chunk, task.shard_byte,
+                           out + run.dst + (task.shard_byte - run.src));
+      } else {
+        scratch.resize(task.chunk->size_bytes);
+        status = ReadChunk(*t, *task.chunk, task.shard_byte, scratch.data());
+        uint64_t chunk_end = task.shard_byte + task.chunk->size_bytes;
+        for (size_t rr = task.first_run;
+             status.ok() && rr < runs.size() && runs[rr].src < chunk_end; ++rr) {
+          uint64_t lo = std::max(runs[rr].src, task.shard_byte);
+          uint64_t hi = std::min(runs[rr].src + runs[rr].size, chunk_end);
+          if (lo >= hi) continue;
+          std::memcpy(out + runs[rr].dst + (lo - runs[rr].src),
+                      scratch.data() + (lo - task.shard_byte), hi - lo);
+        }
+      }
+      if (!status.ok()) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (first_error.ok()) first_error = status;
+        next = tasks.size();  // stop the others
+      }
+    }
+  };
+  size_t threads = std::min<size_t>(kReadThreads, tasks.size());
+  std::vector<std::thread> helpers;
+  for (size_t i = 1; i < threads; ++i) helpers.emplace_back(work);
+  work();
+  for (std::thread& h : helpers) h.join();
+  return first_error;
 }
 
 CheckpointReader::VerifyReport CheckpointReader::VerifyAll() {

@@ -241,6 +241,8 @@ Status CheckpointWriter::WriteAndCommit(int64_t step, const std::vector<Piece>& 
   Status status = WriteRankData(step, pieces, options, &done);
   stats_.write_ns = MonoNowNs() - write_start_ns;
   if (!status.ok()) {
+    // Give back the space (a full disk is the usual cause); nothing references this file.
+    storage_->RemoveFile(DataFilePath(step, options.rank, options.save_id)).IgnoreError();
     index_.clear();  // what the index points to may not exist: the next save is a full one
     return status.WithContext(fmt::format("saving checkpoint {} (rank {})", where, options.rank));
   }
