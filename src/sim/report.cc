@@ -1,5 +1,8 @@
 #include "src/sim/report.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "src/sim/failure_model.h"
@@ -78,10 +81,11 @@ std::string FormatTable(const SimSummary& s) {
 }
 
 std::string FormatSweepTable(const std::string& key, const std::vector<SweepRow>& rows) {
+  const size_t width = std::max<size_t>(10, key.size());
   std::string out = fmt::format(
-      "{:>10} {:>8} {:>7} {:>8} {:>8} {:>8} {:>9} {:>16} {:>7} {:>7} {:>7} {:>9} {:>7} {:>8}\n",
-      key, "gpus", "spares", "step_s", "comm_s", "mtbf_h", "ckpt_min", "ettr", "lost%", "wait%",
-      "degr%", "intr/day", "eff%", "scaling");
+      "{:>{}} {:>8} {:>7} {:>8} {:>8} {:>8} {:>9} {:>16} {:>7} {:>7} {:>7} {:>9} {:>7} {:>8}\n",
+      key, width, "gpus", "spares", "step_s", "comm_s", "mtbf_h", "ckpt_min", "ettr", "lost%",
+      "wait%", "degr%", "intr/day", "eff%", "scaling");
   const double base = rows.empty() ? 0 : rows.front().summary.efficiency;
   for (const SweepRow& row : rows) {
     const SimSummary& s = row.summary;
@@ -89,9 +93,9 @@ std::string FormatSweepTable(const std::string& key, const std::vector<SweepRow>
     const double wait = s.share[static_cast<size_t>(Category::kWaiting)].mean;
     const double degraded = s.share[static_cast<size_t>(Category::kDegraded)].mean;
     out += fmt::format(
-        "{:>10} {:>8} {:>7} {:>8.3f} {:>8.3f} {:>8.2f} {:>9.1f} {:>16} {:>7.2f} {:>7.2f} {:>7.2f} "
+        "{:>{}} {:>8} {:>7} {:>8.3f} {:>8.3f} {:>8.2f} {:>9.1f} {:>16} {:>7.2f} {:>7.2f} {:>7.2f} "
         "{:>9.2f} {:>7.2f} {:>8.3f}\n",
-        row.value, s.scenario.cluster.gpus, s.scenario.cluster.spares, s.step.step_seconds,
+        row.value, width, s.scenario.cluster.gpus, s.scenario.cluster.spares, s.step.step_seconds,
         s.step.exposed_allreduce_seconds, s.job_mtbf_seconds / kSecondsPerHour,
         Minutes(s.interval_seconds), Percent(s.ettr), 100 * lost, 100 * wait, 100 * degraded,
         s.interruptions.mean / std::max(s.wall_days.mean, 1e-9), 100 * s.efficiency,

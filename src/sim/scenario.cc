@@ -21,6 +21,8 @@ constexpr double kHuge = 1e15;
 constexpr double kMaxDays = 36500;  // 100 years of simulated time
 // More expected failures than this per replica is not a training job; refuse rather than churn.
 constexpr double kMaxExpectedFailures = 2e7;
+// Each node carries one event per failure clock (24 bytes each, per replica in flight).
+constexpr double kMaxNodeClocks = 1e7;
 
 struct Range {
   double lo, hi;
@@ -253,6 +255,18 @@ Status ReadFailures(const Section& root, Scenario* s) {
                                       distribution, shape, s->cluster.nodes(), &cause));
       s->causes.push_back(std::move(cause));
     }
+  }
+  double clocks_per_node = 1;
+  for (const FailureCause& cause : s->causes) {
+    clocks_per_node += cause.distribution == Distribution::kWeibull;
+  }
+  const double node_clocks =
+      clocks_per_node * static_cast<double>(s->cluster.nodes() + s->cluster.spares);
+  if (node_clocks > kMaxNodeClocks) {
+    return Error("failures", fmt::format("{} nodes x {} failure clocks each is more than {:g}; "
+                                         "use more cluster.gpus_per_node or fewer Weibull causes",
+                                         s->cluster.nodes() + s->cluster.spares, clocks_per_node,
+                                         kMaxNodeClocks));
   }
   double age_seconds = 0;
   TITAN_RETURN_IF_ERROR(failures.Scaled("initial_age_days", {0, kMaxDays, false, false},

@@ -171,6 +171,15 @@ run: {duration_days: 3000}
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("failures expected per replica"), std::string::npos)
       << s.status().message();
+  s = ParseText(R"(
+cluster: {gpus: 10000000, gpus_per_node: 1}
+failures: {table: llama3, distribution: weibull, weibull_shape: 0.8}
+job: {compute_seconds: 1}
+checkpoint: {write_seconds: 1}
+run: {duration_days: 1}
+)");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("failure clocks"), std::string::npos) << s.status().message();
 }
 
 TEST(ScenarioTextTest, SyntaxErrorsNameTheLine) {

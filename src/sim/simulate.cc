@@ -161,6 +161,9 @@ Result<std::vector<SweepRow>> Sweep(const nlohmann::json& tree, const std::strin
       TITAN_RETURN_IF_ERROR(SetTreePath(&point, "cluster.spares", fmt::format("{:.0f}", scaled)));
       TITAN_RETURN_IF_ERROR(
           SetTreePath(&point, "job.reference_gpus", fmt::format("{}", base.job.reference_gpus)));
+    } else if (key == "interval_minutes" || key == "checkpoint.interval_minutes") {
+      TITAN_RETURN_IF_ERROR(SetTreePath(&point, "checkpoint.interval", "fixed"));
+      TITAN_RETURN_IF_ERROR(SetTreePath(&point, "checkpoint.interval_minutes", value));
     } else {
       TITAN_RETURN_IF_ERROR(SetTreePath(&point, key == "spares" ? "cluster.spares" : key, value));
     }

@@ -50,7 +50,8 @@ SimSummary Summarize(const Scenario& scenario, const StepTime& step, double inte
                      const std::vector<ReplicaResult>& results);
 
 // One row per value of `key` applied to `tree` with SetTreePath. Key "gpus" sets cluster.gpus,
-// scales cluster.spares in proportion and pins job.reference_gpus to the base scenario's.
+// scales cluster.spares in proportion and pins job.reference_gpus to the base scenario's;
+// "spares" is cluster.spares; "interval_minutes" also sets checkpoint.interval: fixed.
 struct SweepRow {
   std::string value;
   SimSummary summary;
