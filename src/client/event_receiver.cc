@@ -1,6 +1,7 @@
 #include "src/client/event_receiver.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -50,8 +51,10 @@ bool SomeoneListens(const sockaddr_un& address) {
   return live;
 }
 
+constexpr const char* kMaxDgramQlenPath = "/proc/sys/net/unix/max_dgram_qlen";
+
 int ReadMaxDgramQlen() {
-  auto text = Env::ReadFile("/proc/sys/net/unix/max_dgram_qlen");
+  auto text = Env::ReadFile(kMaxDgramQlenPath);
   int64_t value = -1;
   if (!text.ok() || !ParseInt64(Trim(*text), &value)) return -1;
   return static_cast<int>(value);
@@ -91,6 +94,24 @@ Result<std::unique_ptr<EventReceiver>> EventReceiver::Start(EventReceiverOptions
 Status EventReceiver::Bind() {
   const std::string& path = options_.socket_path;
   TITAN_ASSIGN_OR_RETURN(const sockaddr_un address, SocketAddress(path));
+  // The kernel copies max_dgram_qlen into each socket when it is made: raise it first.
+  const int wanted_qlen = options_.raise_max_dgram_qlen_to;
+  const int current_qlen = ReadMaxDgramQlen();
+  if (wanted_qlen > 0 && current_qlen >= 0 && current_qlen < wanted_qlen) {
+    const std::string value = std::to_string(wanted_qlen) + "\n";
+    const int fd = open(kMaxDgramQlenPath, O_WRONLY | O_CLOEXEC);
+    const bool ok =
+        fd >= 0 && write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size());
+    const int error = errno;
+    if (fd >= 0) close(fd);
+    if (ok) {
+      Log(LogLevel::kInfo, kComponent, "raised net.unix.max_dgram_qlen from {} to {}", current_qlen,
+          wanted_qlen);
+    } else {
+      Log(LogLevel::kWarning, kComponent, "could not raise net.unix.max_dgram_qlen to {}: {}",
+          wanted_qlen, std::strerror(error));
+    }
+  }
   socket_fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (socket_fd_ < 0) return ErrnoError(errno, "event socket: socket(AF_UNIX, SOCK_DGRAM)");
   max_dgram_qlen_ = ReadMaxDgramQlen();

@@ -42,6 +42,11 @@ struct EventReceiverOptions {
   // Ask the kernel for the sender's pid and uid with each datagram (SO_PASSCRED).
   bool pass_credentials = true;
   unsigned socket_mode = 0666;
+  // If > 0 and net.unix.max_dgram_qlen is lower, raise it to this before creating the socket
+  // (needs root in the receiver's network namespace). The sysctl is per network namespace:
+  // in a container's own namespace this touches nothing else; in the host's, it applies to
+  // every Unix datagram socket created afterwards. A failure is logged, not an error.
+  int raise_max_dgram_qlen_to = 0;
   // How the thread waits for datagrams:
   //  0: it sleeps on the socket; each event that finds it asleep also pays, inside the sender's
   //     sendto(), for waking it (a cross-CPU wake-up, and possibly preemption of the sender).

@@ -2,6 +2,7 @@
 #include "src/client/event_receiver.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -454,6 +455,34 @@ TEST_P(DrainModeTest, DeliversInOrderAndStopFlushesTheQueue) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SleepOrTimed, DrainModeTest, ::testing::Values(0, kNsPerMs));
+
+// In a network namespace of its own (so that the host's setting is untouched), a receiver asked
+// to raise net.unix.max_dgram_qlen does so, and then drains every millisecond (auto mode).
+TEST(EventReceiverTest, RaisesTheDatagramQueueInItsOwnNetworkNamespace) {
+  if (geteuid() != 0) {
+    GTEST_SKIP() << "needs root to create a network namespace (unshare(CLONE_NEWNET))";
+  }
+  TempDir dir;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (unshare(CLONE_NEWNET) != 0) _exit(10);
+    EventReceiverOptions options;
+    options.socket_path = dir.File("agent.sock");
+    options.on_event = [](const ParsedEvent&) {};
+    options.raise_max_dgram_qlen_to = 512;
+    auto r = EventReceiver::Start(std::move(options));
+    if (!r.ok()) _exit(11);
+    if ((*r)->max_datagram_queue() != 512) _exit(12);
+    if ((*r)->drain_interval_ns() != kNsPerMs) _exit(13);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 10) GTEST_SKIP() << "unshare(CLONE_NEWNET) is not permitted here";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "11: Start failed, 12: queue not raised, 13: not timed";
+}
 
 TEST(EventReceiverTest, StaleSocketFileIsReplaced) {
   TempDir dir;
