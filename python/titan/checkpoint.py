@@ -3,7 +3,8 @@
 API (stable; `titan run` and its demo script code against these exact signatures):
 
     save(state, step, async_=True, *, dir=None, keep_last=None, keep_every=None,
-         incremental=True, group=None, layout=None, commit_timeout_s=1800.0) -> None
+         incremental=True, group=None, layout=None, commit_timeout_s=1800.0,
+         chunk_bytes=8 << 20, metadata=None) -> None
         Saves `state` as checkpoint `step` under `dir`. Every rank of the job calls it with the
         same step. Returns once the state is copied to host staging memory (async_=True) or
         once the checkpoint is committed (async_=False). A save waits first for the previous
@@ -12,6 +13,7 @@ API (stable; `titan run` and its demo script code against these exact signatures
         TITAN_CHECKPOINT_DIR environment variable, else the directory of the last
         load()/load_latest(). Retention (rank 0, after commit): keep the newest `keep_last`
         checkpoints plus every step that is a multiple of `keep_every` (None: keep all).
+        `metadata` (JSON-able) is shown by `titan ckpt inspect`. Raises CheckpointError.
 
     wait() -> None
         Blocks until this process's in-flight save is durable (rank 0: committed, i.e. the
@@ -32,6 +34,8 @@ API (stable; `titan run` and its demo script code against these exact signatures
         Sets the default directory and default keyword arguments of save().
 
     latest_step(dir) -> int | None, list_steps(dir) -> list[int]
+    verify(path) -> list[str]          every chunk's checksum; [] when intact
+    last_stats() -> dict | None        bytes staged/written/referenced, blocking_s, write_s
 
 What `state` may hold (a dict, nested freely):
     * objects with state_dict()/load_state_dict(): nn.Module, optim.Optimizer, LR schedulers,
