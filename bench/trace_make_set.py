@@ -4,8 +4,8 @@
 usage: trace_make_set.py SOURCE.json.gz OUT_DIR [--ranks 8] [--late-rank 5] [--late-us 2000]
 
 Each rank is the source rank with distributedInfo.rank set, timestamps shifted by a few
-microseconds per rank, and, on --late-rank, every NCCL kernel starting --late-us later (same
-end: the rank arrives late and the collective still finishes together). Written gzipped.
+microseconds per rank, and, on --late-rank, every NCCL kernel starting --late-us later (it
+arrives late at every collective). Written gzipped.
 """
 import argparse
 import copy
@@ -37,10 +37,8 @@ def main():
             e2 = dict(e)
             if "ts" in e2:
                 e2["ts"] = e2["ts"] + shift
-            if r == a.late_rank and e.get("cat") == "kernel" and "nccl" in e.get("name", "") \
-                    and e.get("dur", 0) > a.late_us:
+            if r == a.late_rank and e.get("cat") == "kernel" and "nccl" in e.get("name", ""):
                 e2["ts"] += a.late_us
-                e2["dur"] -= a.late_us
             out.append(e2)
         doc["traceEvents"] = out
         path = os.path.join(a.out_dir, f"rank{r}.json.gz")

@@ -63,7 +63,7 @@ TEST_F(TorchTraces, TheSlowRankIsFoundWithItsWait) {
   ASSERT_FALSE(r.cross.worst.empty());
   EXPECT_EQ(r.cross.worst[0].last_rank, 1);
   EXPECT_GE(r.cross.worst[0].skew_ns, 15'000'000);
-  EXPECT_GE(r.cross.ranks[0].wait_ns, 3 * 15'000'000);
+  EXPECT_GE(r.cross.ranks[0].wait_ns, 30'000'000);  // of 90 ms slept
 }
 
 TEST_F(TorchTraces, CliPrintsJsonAndCsv) {

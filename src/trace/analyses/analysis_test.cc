@@ -3,11 +3,13 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "src/trace/analyses/intervals.h"
 #include "src/trace/analyses/kernel_class.h"
 #include "src/trace/analyze.h"
 #include "src/trace/importers/importer.h"
+#include "src/trace/merge.h"
 #include "src/trace/testing/synthetic.h"
 
 namespace titan::trace {
@@ -180,6 +182,32 @@ TEST(Analysis, EmptyDirectoryIsAClearError) {
   ASSERT_FALSE(files.ok());
   EXPECT_NE(files.status().message().find("has no trace files"), std::string_view::npos);
   EXPECT_NE(files.status().message().find(dir.path()), std::string_view::npos);
+}
+
+TEST(Merge, RanksAndAgentCountersShareTheEpochClock) {
+  TempDir dir;
+  // Kineto with baseTimeNanoseconds: ts 1.5 us relative to 1.7e18 ns.
+  std::string rank = dir.Write(
+      "rank0.json",
+      R"({"distributedInfo": {"rank": 0}, "baseTimeNanoseconds": 1700000000000000000,)"
+      R"( "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.5,)"
+      R"( "dur": 2, "args": {"stream": 7}}]})");
+  std::string agent = dir.Write(
+      "agent.json",
+      R"({"traceEvents": [{"ph": "C", "name": "gpu0.util", "pid": 1, "ts": 1700000000000001.5,)"
+      R"( "args": {"value": 42}}]})");
+  std::string out = dir.path() + "/merged.json";
+  Result<MergeStats> stats = MergeTelemetry({rank}, agent, out);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->rank_events, 1u);
+  EXPECT_EQ(stats->agent_events, 1u);
+  std::ifstream f(out);
+  nlohmann::json j = nlohmann::json::parse(f);
+  ASSERT_EQ(j["traceEvents"].size(), 2u);
+  const auto& kernel = j["traceEvents"][0];
+  EXPECT_EQ(kernel["pid"], "rank 0: 0");
+  EXPECT_DOUBLE_EQ(kernel["ts"].get<double>(), 1700000000000001.5);  // same instant as the counter
+  EXPECT_EQ(j["traceEvents"][1]["args"]["value"], 42);
 }
 
 }  // namespace
