@@ -690,13 +690,15 @@ class Supervisor {
       evidence["detection_ms"] = (now - rs.inject_mono_ns) / 1e6;
     }
     log_.Write("crash", evidence);
-    // In a multi-node job an exit code (not a signal) is often the consequence of a peer's
-    // failure (a collective lost its peer): give the node that saw the cause time to claim it.
+    // In a multi-node job an exit code (not a signal) is often the consequence of a failure
+    // elsewhere (a collective lost its peer): before claiming it, wait up to the lease TTL for
+    // the node that saw the cause to claim it, or for a lost node's lease to expire.
     if (current_.nnodes > 1 && !WIFSIGNALED(w.wait_status)) {
-      int64_t deadline = now + 500 * kNsPerMs;
+      int64_t deadline = now + o_.lease_ttl_seconds * kNsPerSecond + kNsPerSecond;
       while (MonoNowNs() < deadline) {
         auto h = rdzv_->Poll(current_);
         if (h.ok() && h->restart) return Follow(h->reason, &evidence);
+        if (h.ok() && !h->lost.empty()) return LostNodes(h->lost);
         ::usleep(50'000);
       }
     }
@@ -914,7 +916,19 @@ class Supervisor {
     ledger_.Enter(Phase::kCheckpoint, t0);
     workers_.SignalAll(SIGTERM);
     workers_.SignalAll(SIGCONT);
-    bool clean = workers_.WaitAll(o_.term_grace_ns);
+    // Keep reading events meanwhile: the final checkpoint is recorded.
+    int64_t deadline = t0 + o_.term_grace_ns;
+    bool clean = false;
+    while (true) {
+      for (const wire::ParsedEvent& e : queue_.Drain()) HandleEvent(e, MonoNowNs());
+      if (workers_.WaitAll(50 * kNsPerMs)) {
+        clean = true;
+        break;
+      }
+      if (MonoNowNs() >= deadline) break;
+    }
+    ::usleep(20'000);  // datagrams sent just before exit
+    for (const wire::ParsedEvent& e : queue_.Drain()) HandleEvent(e, MonoNowNs());
     int killed = workers_.Stop(0);
     log_.Write("stopped", {{"stop_ms", (MonoNowNs() - t0) / 1e6},
                            {"sigkilled", killed},

@@ -16,6 +16,8 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"agent", "per-node daemon: sample, detect transients, record, serve /metrics",
      titan::AgentCommand},
+    {"run", "launch a training job: detect, isolate, recover; goodput ledger",
+     titan::RunCommand},
     {"ckpt", "inspect and maintain checkpoints: ls, inspect, verify, diff, gc",
      titan::CkptCommand},
     {"sim", "project failures, checkpoints and scaling to 10k-100k GPUs", titan::SimCommand},
