@@ -11,29 +11,14 @@
 #include "src/trace/importers/importer.h"
 #include "src/trace/merge.h"
 #include "src/trace/testing/synthetic.h"
+#include "src/trace/testing/temp_dir.h"
 
 namespace titan::trace {
 namespace {
 
 constexpr int64_t kUs = 1000;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/titan_trace_analysis_XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string Write(const std::string& name, const std::string& data) const {
-    std::string p = path_ + "/" + name;
-    std::ofstream(p, std::ios::binary) << data;
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 // 4 ranks, rank 2 arrives 5 ms late at every all-reduce (see testing/synthetic.h for the layout).
 std::string WriteJob(const TempDir& dir, int late_rank = 2, int64_t late_us = 5000) {

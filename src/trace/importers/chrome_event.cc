@@ -1,5 +1,6 @@
 #include "src/trace/importers/chrome_event.h"
 
+#include "src/trace/importers/event_args.h"
 #include "src/trace/importers/event_batch.h"
 
 #include <cmath>
@@ -41,66 +42,9 @@ bool NumberToNanos(element v, int64_t* ns, bool* is_float) {
 }
 
 void ParseArgs(object args, RankTrace* out, Op* op) {
-  CollectiveArgs coll;
-  bool has_coll = false;
-  for (auto [key, v] : args) {
-    int64_t i;
-    std::string_view s;
-    switch (key.size()) {
-      case 6:
-        if (key == "stream" && !v.get_int64().get(i)) op->stream = static_cast<int32_t>(i);
-        break;
-      case 11:
-        if (key == "correlation" && !v.get_int64().get(i)) op->correlation = i;
-        break;
-      case 3:
-        if ((key == "Seq" || key == "seq") && !v.get_int64().get(i)) {
-          coll.seq = i;
-          has_coll = true;
-        }
-        break;
-      case 5:
-        if (key == "dtype" && !v.get_string().get(s)) coll.dtype = out->strings.Intern(s);
-        break;
-      case 10:
-        if (key == "Group size" && !v.get_int64().get(i)) {
-          coll.group_size = static_cast<int32_t>(i);
-          has_coll = true;
-        }
-        break;
-      case 13:
-        if (key == "In msg nelems" && !v.get_int64().get(i)) coll.in_nelems = i;
-        break;
-      case 14:
-        if (key == "Out msg nelems" && !v.get_int64().get(i)) coll.out_nelems = i;
-        break;
-      case 15:
-        if (key == "Collective name" && !v.get_string().get(s)) {
-          coll.collective_name = out->strings.Intern(s);
-          has_coll = true;
-        }
-        break;
-      case 18:
-        if (key == "Process Group Name" && !v.get_string().get(s)) {
-          coll.process_group = out->strings.Intern(s);
-          has_coll = true;
-        }
-        break;
-      case 19:
-        if (key == "Process Group Ranks" && !v.get_string().get(s)) {
-          coll.process_group_ranks = out->strings.Intern(s);
-        }
-        break;
-      case 25:
-        if (key == "Process Group Description" && !v.get_string().get(s)) {
-          coll.process_group_desc = out->strings.Intern(s);
-        }
-        break;
-      default:
-        break;
-    }
-  }
-  if (has_coll) op->collective = internal::AddCollective(out, coll);
+  internal::ArgsState state;
+  for (auto [key, v] : args) internal::ApplyArg(key, v, out, op, &state);
+  internal::FinishArgs(state, out, op);
 }
 
 }  // namespace

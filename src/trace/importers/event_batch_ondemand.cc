@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "src/trace/importers/event_args.h"
 #include "src/trace/importers/event_batch.h"
 
 namespace titan::trace::internal {
@@ -50,70 +51,14 @@ Status Malformed(int64_t doc_offset, const char* what, simdjson::error_code erro
 }
 
 void ParseArgs(object args, RankTrace* out, Op* op) {
-  CollectiveArgs coll;
-  bool has_coll = false;
+  ArgsState state;
   for (auto field : args) {
     simdjson::ondemand::raw_json_string raw_key;
-    if (field.key().get(raw_key)) return;
-    std::string_view key = KeyOf(raw_key);
+    if (field.key().get(raw_key)) break;
     value v = field.value();
-    int64_t i;
-    std::string_view s;
-    switch (key.size()) {
-      case 3:
-        if ((key == "Seq" || key == "seq") && !v.get_int64().get(i)) {
-          coll.seq = i;
-          has_coll = true;
-        }
-        break;
-      case 5:
-        if (key == "dtype" && !v.get_string().get(s)) coll.dtype = InternString(out, s);
-        break;
-      case 6:
-        if (key == "stream" && !v.get_int64().get(i)) op->stream = static_cast<int32_t>(i);
-        break;
-      case 10:
-        if (key == "Group size" && !v.get_int64().get(i)) {
-          coll.group_size = static_cast<int32_t>(i);
-          has_coll = true;
-        }
-        break;
-      case 11:
-        if (key == "correlation" && !v.get_int64().get(i)) op->correlation = i;
-        break;
-      case 13:
-        if (key == "In msg nelems" && !v.get_int64().get(i)) coll.in_nelems = i;
-        break;
-      case 14:
-        if (key == "Out msg nelems" && !v.get_int64().get(i)) coll.out_nelems = i;
-        break;
-      case 15:
-        if (key == "Collective name" && !v.get_string().get(s)) {
-          coll.collective_name = InternString(out, s);
-          has_coll = true;
-        }
-        break;
-      case 18:
-        if (key == "Process Group Name" && !v.get_string().get(s)) {
-          coll.process_group = InternString(out, s);
-          has_coll = true;
-        }
-        break;
-      case 19:
-        if (key == "Process Group Ranks" && !v.get_string().get(s)) {
-          coll.process_group_ranks = InternString(out, s);
-        }
-        break;
-      case 25:
-        if (key == "Process Group Description" && !v.get_string().get(s)) {
-          coll.process_group_desc = InternString(out, s);
-        }
-        break;
-      default:
-        break;
-    }
+    ApplyArg(KeyOf(raw_key), v, out, op, &state);
   }
-  if (has_coll) op->collective = AddCollective(out, coll);
+  FinishArgs(state, out, op);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "src/trace/importers/event_batch.h"
 #include "src/trace/testing/synthetic.h"
+#include "src/trace/testing/temp_dir.h"
 
 namespace titan::trace {
 namespace {
@@ -34,23 +35,7 @@ Result<RankTrace> FromMemory(const std::string& data, const std::string& name = 
   return ImportTrace(source.get(), name);
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/titan_trace_test_XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string Write(const std::string& name, const std::string& data) const {
-    std::string p = path_ + "/" + name;
-    std::ofstream(p, std::ios::binary) << data;
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 TEST(MicrosToNanos, RecoversTheDecimalKinetoWrote) {
   int64_t ns = 0;
