@@ -21,6 +21,8 @@ constexpr Subcommand kSubcommands[] = {
     {"ckpt", "inspect and maintain checkpoints: ls, inspect, verify, diff, gc",
      titan::CkptCommand},
     {"sim", "project failures, checkpoints and scaling to 10k-100k GPUs", titan::SimCommand},
+    {"trace", "analyse multi-rank PyTorch profiler traces; merge agent telemetry",
+     titan::TraceCommand},
 };
 
 void PrintUsage(FILE* out) {
