@@ -1,7 +1,7 @@
 // Fault injection for drills: `--inject KIND@KEY=VALUE,...`, e.g.
 //   crash@rank=1,step=50        SIGKILL global rank 1 when it reports step 50
 //   hang@rank=0,step=80         SIGSTOP rank 0 at step 80 (a hang: it stops making progress)
-//   slow@rank=2,factor=1.5      make rank 2 run 1.5x slower (SIGSTOP/SIGCONT duty cycle)
+//   slow@rank=2,factor=1.5      make rank 2 run 1.5x slower (SIGSTOP/SIGCONT duty cycle, 20 ms)
 //   node-loss@node=1,step=100   node 1's `titan run` kills its workers and exits abruptly
 //                               without releasing its etcd lease (the lease must expire)
 // Keys: rank=N (global rank) or node=N (group rank; the node's lowest local rank decides),

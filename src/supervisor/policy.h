@@ -69,9 +69,9 @@ class HangDetector {
 // evaluations.
 struct StragglerOptions {
   double k = 3.0;
-  double ratio = 1.3;
-  double min_delta_ns =
-      5e6;  // and slower by at least this much (ms-scale noise is not a straggler)
+  double ratio = 1.5;
+  // And slower by at least this much: ms-scale scheduling noise is not a straggler.
+  double min_delta_ns = 10e6;
   double min_spread = 0.05;
   size_t window = 10;
   int persist = 3;

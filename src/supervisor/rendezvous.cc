@@ -14,6 +14,7 @@
 
 #include "src/base/clock.h"
 #include "src/base/log.h"
+#include "src/base/text.h"
 #include "src/supervisor/etcd_client.h"
 
 namespace titan::supervisor {
@@ -36,6 +37,8 @@ int PickFreePort() {
 }
 
 namespace {
+
+using nlohmann::json;
 
 class LocalRendezvous final : public Rendezvous {
  public:
@@ -67,6 +70,12 @@ class LocalRendezvous final : public Rendezvous {
   Result<Health> Poll(const Assignment&) override { return Health{}; }
   Status MarkDone(const Assignment&) override { return OkStatus(); }
   Result<bool> AllDone(const Assignment&) override { return true; }
+  Status PublishStats(const Assignment&, const std::map<int, double>&) override {
+    return OkStatus();
+  }
+  Result<std::map<int, double>> ReadStats(const Assignment&) override {
+    return std::map<int, double>();
+  }
   void Leave() override {}
   void Abandon() override {}
 
@@ -219,6 +228,30 @@ class EtcdRendezvous final : public Rendezvous {
     if (done.size() < current.members.size()) return false;
     TITAN_RETURN_IF_ERROR(etcd_.CreateIfAbsent(prefix_ + "done", "1").status());
     return true;
+  }
+
+  Status PublishStats(const Assignment& current, const std::map<int, double>& medians) override {
+    json j = json::object();
+    for (const auto& [rank, m] : medians) j[std::to_string(rank)] = m;
+    return etcd_.Put(fmt::format("{}rdzv/{}/stats/{}", prefix_, current.generation, o_.self.id),
+                     j.dump(), lease_);
+  }
+
+  Result<std::map<int, double>> ReadStats(const Assignment& current) override {
+    TITAN_ASSIGN_OR_RETURN(
+        auto kvs, etcd_.GetPrefix(fmt::format("{}rdzv/{}/stats/", prefix_, current.generation)));
+    std::map<int, double> out;
+    for (const EtcdKeyValue& kv : kvs) {
+      json j = ParseJsonOr(kv.value, json());
+      if (!j.is_object()) continue;
+      for (auto& [key, v] : j.items()) {
+        int64_t rank = 0;
+        if (ParseInt64(key, &rank) && v.is_number() && rank >= 0 && rank < (1 << 20)) {
+          out[static_cast<int>(rank)] = v.get<double>();
+        }
+      }
+    }
+    return out;
   }
 
   void Leave() override {

@@ -13,6 +13,7 @@
 //                        created once (create-if-absent) when max_nodes joined, or min_nodes
 //                        joined and no one else came for `last_call`
 //   rdzv/<N>/done/<id>   the node's workers all finished successfully
+//   rdzv/<N>/stats/<id>  the node's per-rank median compute times (straggler detection)
 //   done                 the whole job finished
 //
 // Thread safety: not thread-safe, except that EtcdRendezvous runs its own keep-alive thread.
@@ -21,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -74,6 +76,10 @@ class Rendezvous {
   virtual Status MarkDone(const Assignment& current) = 0;
   // Every member of the generation is done (the job finished).
   virtual Result<bool> AllDone(const Assignment& current) = 0;
+  // Straggler statistics shared across nodes: this node's per-rank median compute times (ns)
+  // for `generation`; and every node's, merged. Local: ReadStats returns nothing.
+  virtual Status PublishStats(const Assignment& current, const std::map<int, double>& medians) = 0;
+  virtual Result<std::map<int, double>> ReadStats(const Assignment& current) = 0;
   // Leaves cleanly (revokes the lease) / abruptly (stops refreshing it, for node-loss drills).
   virtual void Leave() = 0;
   virtual void Abandon() = 0;

@@ -40,7 +40,7 @@ using nlohmann::json;
 
 constexpr size_t kMaxQueuedEvents = 65536;
 constexpr int64_t kTickNs = 20 * kNsPerMs;
-constexpr int64_t kSlowPeriodNs = 100 * kNsPerMs;
+constexpr int64_t kSlowPeriodNs = 20 * kNsPerMs;
 constexpr size_t kMaxStackBytes = 64 * 1024;
 
 enum class Outcome { kSucceeded, kRestart, kPreempted, kFatal };
@@ -648,7 +648,7 @@ class Supervisor {
     return Outcome::kRestart;
   }
 
-  // A slowed worker runs 1/factor of each 100 ms period and is stopped for the rest.
+  // A slowed worker runs 1/factor of each 20 ms period and is stopped for the rest.
   void DriveSlow(int64_t now) {
     for (auto& [rank, rs] : ranks_) {
       if (rs.slow_factor <= 0 || now < rs.slow_next_toggle_ns) continue;
@@ -793,15 +793,30 @@ class Supervisor {
     }
   }
 
+  // Once a second: per-rank median compute times, merged with the other nodes' (through
+  // etcd), compared by the robust rule; this node reports its own ranks only.
   std::optional<Outcome> Stragglers() {
     auto medians = straggler_.Medians();
+    if (current_.nnodes > 1) {
+      rdzv_->PublishStats(current_, medians).IgnoreError();
+      auto all = rdzv_->ReadStats(current_);
+      if (all.ok()) {
+        for (const auto& [rank, m] : *all) {
+          if (!ranks_.count(rank)) medians[rank] = m;
+        }
+      }
+    }
     for (const StragglerDetector::Finding& f : straggler_.Evaluate(medians)) {
+      if (!ranks_.count(f.rank)) continue;
       if (f.consecutive != o_.straggler.persist) continue;  // report once, when it persists
       log_.Write("straggler", {{"rank", f.rank},
                                {"median_compute_ms", f.median_ns / 1e6},
                                {"peers_median_ms", f.peers_median_ns / 1e6},
                                {"score", f.score},
-                               {"persistent", f.persistent}});
+                               {"persistent", f.persistent},
+                               {"action", o_.straggler_restart && current_.nnodes > 1
+                                              ? "exclude its node and restart"
+                                              : "report (--straggler-action=report)"}});
       if (f.persistent && o_.straggler_restart && current_.nnodes > 1) {
         excluded_until_ns_ = MonoNowNs() + o_.isolation.cooldown_ns;
         log_.Write("exclude", {{"node", o_.node_id},

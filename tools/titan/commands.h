@@ -10,4 +10,5 @@ int SimCommand(int argc, char** argv);  // src/sim/sim_command.cc
 int CkptCommand(int argc, char** argv);  // src/checkpoint/ckpt_command.cc
 int RunCommand(int argc, char** argv);  // src/supervisor/run_command.cc
 int TraceCommand(int argc, char** argv);  // src/trace/trace_command.cc
+int DemoCommand(int argc, char** argv);  // src/supervisor/demo_command.cc
 }  // namespace titan

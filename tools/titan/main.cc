@@ -16,6 +16,8 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"agent", "per-node daemon: sample, detect transients, record, serve /metrics",
      titan::AgentCommand},
+    {"demo", "2 nodes x 2 workers DDP demo: crash, hang, straggler, recovery, goodput",
+     titan::DemoCommand},
     {"run", "launch a training job: detect, isolate, recover; goodput ledger",
      titan::RunCommand},
     {"ckpt", "inspect and maintain checkpoints: ls, inspect, verify, diff, gc",
