@@ -152,7 +152,8 @@ Status Agent::Init() {
     return false;
   };
   for (const CollectorInfo& info : AllCollectors()) {
-    if (disabled(info.name)) continue;
+    // NVML is built below: it takes --nvml-library.
+    if (disabled(info.name) || info.name == "nvml") continue;
     specs.push_back({info.make(), interval_for(info.name, info.default_interval_ns)});
   }
   if (!disabled("nvml")) {

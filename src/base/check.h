@@ -23,7 +23,7 @@ class CheckFailure {
 
 // Lets `TITAN_CHECK(c) << x;` type-check as a void expression.
 struct Voidify {
-  void operator&(CheckFailure&) {}
+  void operator&(const CheckFailure&) {}
 };
 
 }  // namespace titan::internal
