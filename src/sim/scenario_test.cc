@@ -140,7 +140,10 @@ TEST(ScenarioTest, NonNumbersNanAndInfinityAreRefused) {
     EXPECT_NE(message.find("must be a number"), std::string::npos) << bad << ": " << message;
   }
   // Invalid UTF-8 in a value is quoted in the message, not a crash (found by the fuzzer).
-  EXPECT_NE(ErrorWith("job.pipeline_parallel", "\xff" "16").find("job.pipeline_parallel"),
+  EXPECT_NE(ErrorWith("job.pipeline_parallel",
+                      "\xff"
+                      "16")
+                .find("job.pipeline_parallel"),
             std::string::npos);
   const std::string message = ErrorWith("run.replicas", "2.5");
   EXPECT_NE(message.find("whole number"), std::string::npos) << message;
