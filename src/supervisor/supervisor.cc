@@ -851,7 +851,16 @@ class Supervisor {
     if (claimed && count_failure) {
       failures_.Record(o_.node_id, evidence.value("local_rank", 0), now);
       int recent = failures_.RecentFailures(o_.node_id, now);
-      if (failures_.ShouldExclude(o_.node_id, now)) {
+      if (o_.etcd.empty()) {
+        // One node cannot be replaced: keep restarting within the budget instead.
+        if (recent >= o_.isolation.max_failures) {
+          log_.Write("decision",
+                     {{"action", "keep"},
+                      {"reason", fmt::format("{} failures within {:.0f} s, but a single "
+                                             "node cannot be excluded",
+                                             recent, NsToSeconds(o_.isolation.window_ns))}});
+        }
+      } else if (failures_.ShouldExclude(o_.node_id, now)) {
         excluded_until_ns_ = now + o_.isolation.cooldown_ns;
         log_.Write("exclude", {{"node", o_.node_id},
                                {"failures", recent},
@@ -859,11 +868,6 @@ class Supervisor {
                                {"cooldown_s", NsToSeconds(o_.isolation.cooldown_ns)},
                                {"reason", fmt::format("{} failures within {:.0f} s", recent,
                                                       NsToSeconds(o_.isolation.window_ns))}});
-        if (current_.nnodes <= 1 || o_.etcd.empty()) {
-          log_.Write("decision", {{"action", "give-up"},
-                                  {"reason", "the only node is excluded; no node left to run on"}});
-          return Outcome::kFatal;
-        }
       }
     }
     return Outcome::kRestart;
