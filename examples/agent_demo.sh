@@ -57,7 +57,7 @@ echo "---- transients, as the agent explains them ----"
 curl -s "http://127.0.0.1:$port/events" | /usr/bin/python3 -c '
 import json, sys
 for e in json.load(sys.stdin):
-    print(f"#{e[\"id\"]}: {e[\"summary\"]}")'
+    print("#%d: %s" % (e["id"], e["summary"]))'
 curl -s "http://127.0.0.1:$port/recorder?last=60s" > "$out/recorder.json"
 echo
 echo "flight recorder (open in https://ui.perfetto.dev): $out/recorder.json"

@@ -82,7 +82,7 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options) {
 }
 
 Status Agent::Init() {
-  DetectorRules rules;
+  DetectorRules rules(options_.detect_all);
   for (const std::string& rule : options_.detect_rules) TITAN_RETURN_IF_ERROR(rules.Add(rule));
   if (options_.window_seconds < 1 || options_.window_seconds > Series::kMaxWindowSeconds) {
     return InvalidArgumentError(fmt::format("--window {}: expected 1..{} seconds",

@@ -100,6 +100,9 @@ int AgentCommand(int argc, char** argv) {
   app.add_option("--detect", options.detect_rules,
                  "Detector rule FAMILY=SPEC[;SPEC] or FAMILY=off, e.g. "
                  "'titan_gpu_utilization_ratio=mad:k=4;cusum' (repeatable; '*' globs)");
+  app.add_flag("--detect-all", options.detect_all,
+               "Also watch every host signal that supports it (cpu, memory, disk, network, "
+               "pressure, process) with mad:k=6");
   app.add_option("--max-transients-per-second", options.max_transients_per_second,
                  "Rate limit on processed transients")
       ->capture_default_str()

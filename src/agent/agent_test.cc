@@ -58,12 +58,16 @@ TEST(GlobTest, MatchesStars) {
 
 TEST(DetectorRulesTest, DefaultsAndOverrides) {
   DetectorRules rules;
-  ASSERT_EQ(rules.SpecsFor(kStep).size(), 1u);
+  ASSERT_EQ(rules.SpecsFor(kStep).size(), 2u);
   EXPECT_EQ(rules.SpecsFor(kStep)[0].kind, "zscore");
+  EXPECT_EQ(rules.SpecsFor(kStep)[1].kind, "periodic");
   ASSERT_EQ(rules.SpecsFor(kGpu).size(), 1u);
   EXPECT_EQ(rules.SpecsFor(kGpu)[0].kind, "mad");
-  EXPECT_TRUE(rules.SpecsFor(kDisk).empty());     // detect=false and no rule
+  EXPECT_TRUE(rules.SpecsFor(kDisk).empty());     // no rule
   EXPECT_TRUE(rules.SpecsFor(kCounter).empty());  // counters are never watched
+  const SignalDesc eligible{"titan_memory_used_bytes", "x", SignalKind::kGauge, {}, {}, true};
+  EXPECT_TRUE(rules.SpecsFor(eligible).empty());
+  ASSERT_EQ(DetectorRules(/*detect_all=*/true).SpecsFor(eligible).size(), 1u);
 
   ASSERT_TRUE(rules.Add("titan_gpu_*=off").ok());
   EXPECT_TRUE(rules.SpecsFor(kGpu).empty());

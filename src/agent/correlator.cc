@@ -20,6 +20,11 @@ std::string HumanBytes(double v, std::string_view suffix) {
   return fmt::format("{:.3g} {}{}", v, kUnits[u], suffix);
 }
 
+// "4.1 sigma"; a baseline with no spread gives absurd scores, shown as ">1000 sigma".
+std::string Sigma(double score) {
+  return score > 1000 ? std::string(">1000 sigma") : fmt::format("{:.1f} sigma", score);
+}
+
 struct Movement {
   double sigma;
   std::string text;
@@ -70,14 +75,18 @@ void Correlator::Explain(const Series& source, TransientEvent* event) const {
     }
   }
   if (name == "titan_step_duration_seconds" && step >= 0) {
-    headline =
-        fmt::format("step {} on rank {} took {}, {} over its baseline ({:.1f} sigma, {})", step,
-                    rank, FormatSignalValue(name, d.peak), delta_text, d.score, d.detector);
+    headline = fmt::format("step {} on rank {} took {}, {} over its baseline ({}, {})", step, rank,
+                           FormatSignalValue(name, d.peak), delta_text, Sigma(d.score), d.detector);
   } else {
-    headline = fmt::format("{} {} to {} ({} vs baseline {}, {:.1f} sigma, {}, {} ms)", source.Key(),
+    headline = fmt::format("{} {} to {} ({} vs baseline {}, {}, {}, {} ms)", source.Key(),
                            d.direction, FormatSignalValue(name, d.peak), delta_text,
-                           FormatSignalValue(name, d.baseline), d.score, d.detector,
+                           FormatSignalValue(name, d.baseline), Sigma(d.score), d.detector,
                            (d.end_ns - d.start_ns) / 1'000'000);
+  }
+
+  if (d.period > 0) {
+    headline += fmt::format(", recurring every {} {}", d.period,
+                            name == "titan_step_duration_seconds" ? "steps" : "samples");
   }
 
   // 2. Other signals that moved in [start - lookbehind, end].
@@ -85,6 +94,9 @@ void Correlator::Explain(const Series& source, TransientEvent* event) const {
   std::vector<RecordedPoint> points;
   for (const Series* other : registry_.AllSeries()) {
     if (other == &source || other->desc().kind != SignalKind::kGauge) continue;
+    // The agent's own health signals (titan_collector_*, titan_agent_*) are not causes.
+    const std::string& family = other->desc().name;
+    if (family.starts_with("titan_collector_") || family.starts_with("titan_agent_")) continue;
     points.clear();
     other->RecorderRange(baseline_from, d.end_ns, &points);
     double sum = 0, sum_sq = 0;
@@ -117,9 +129,9 @@ void Correlator::Explain(const Series& source, TransientEvent* event) const {
     if (sigma < options_.min_sigma) continue;
     const std::string& other_name = other->desc().name;
     moved.push_back(
-        {sigma, fmt::format("{} {} to {} (baseline {}, {:.0f} sigma)", other->Key(),
+        {sigma, fmt::format("{} {} to {} (baseline {}, {})", other->Key(),
                             peak >= mean ? "rose" : "fell", FormatSignalValue(other_name, peak),
-                            FormatSignalValue(other_name, mean), sigma)});
+                            FormatSignalValue(other_name, mean), Sigma(sigma))});
   }
   std::sort(moved.begin(), moved.end(),
             [](const Movement& a, const Movement& b) { return a.sigma > b.sigma; });

@@ -74,8 +74,15 @@ bool GlobMatch(std::string_view pattern, std::string_view text) {
   return p == pattern.size();
 }
 
-DetectorRules::DetectorRules() {
-  rules_.push_back({"titan_step_duration_seconds", {{"zscore", {{"window", 100}, {"k", 3}}}}});
+DetectorRules::DetectorRules(bool detect_all) : detect_all_(detect_all) {
+  // The user's practice for step times: slower than the mean + 3 sigma of a 100-step window;
+  // and a slow step recurring every N steps (a checkpoint, an eval) reported with its period.
+  rules_.push_back(
+      {"titan_step_duration_seconds",
+       {{"zscore", {{"window", 100}, {"k", 3}}}, {"periodic", {{"window", 100}, {"k", 3}}}}});
+  // A GPU utilisation dip or spike: robust to the sawtooth of normal training, and deaf to
+  // wiggles under 2 points of utilisation.
+  rules_.push_back({"titan_gpu_utilization_ratio", {{"mad", {{"k", 6}, {"min_scale", 0.02}}}}});
 }
 
 Status DetectorRules::Add(std::string_view rule) {
@@ -97,7 +104,7 @@ std::vector<DetectorSpec> DetectorRules::SpecsFor(const SignalDesc& desc) const 
   for (const Rule& rule : rules_) {
     if (GlobMatch(rule.pattern, desc.name)) return rule.specs;
   }
-  if (desc.detect) return {DetectorSpec{"mad", {}}};
+  if (detect_all_ && desc.detect) return {DetectorSpec{"mad", {{"k", 6}}}};
   return {};
 }
 

@@ -1,8 +1,10 @@
 // Detection wiring: which detectors watch which series, and what happens when one fires.
 //
-// DetectorRules map a signal family name (glob with '*') to detector specs. Defaults: the step
-// duration gets the rolling k-sigma test of the user's practice (zscore, 3 sigma over 100 steps);
-// every other family whose SignalDesc has detect=true gets the robust median/MAD detector.
+// DetectorRules map a signal family name (glob with '*') to detector specs. Defaults, chosen so
+// that a healthy node reports next to nothing: the step duration gets the rolling k-sigma test of
+// the user's practice (zscore, 3 sigma over 100 steps) and the periodic detector; GPU utilisation
+// gets the robust median/MAD detector (k=6, deaf to wiggles under 2 points). With detect_all
+// (`--detect-all`) every other family whose SignalDesc has detect=true gets mad:k=6 as well.
 // `--detect FAMILY=SPEC[;SPEC]` replaces the rule of a family, `FAMILY=off` disables it.
 //
 // TransientPipeline receives detections from the recording threads and hands them to one worker
@@ -34,7 +36,7 @@ namespace titan {
 class DetectorRules {
  public:
   // The defaults described above.
-  DetectorRules();
+  explicit DetectorRules(bool detect_all = false);
   // Parses one `FAMILY=SPEC[;SPEC...]` or `FAMILY=off` and puts it before earlier rules.
   Status Add(std::string_view rule);
   // Specs for a family (empty: no detection).
@@ -45,6 +47,7 @@ class DetectorRules {
     std::string pattern;
     std::vector<DetectorSpec> specs;  // empty: off
   };
+  bool detect_all_;
   std::vector<Rule> rules_;
 };
 
