@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Full recovery from one worker crash: `titan run` vs torchrun restarting the same job
-# (/usr/bin/python3 -m torch.distributed.run --max-restarts=1), same script, same machine, same
+# (/usr/bin/python3 -m torch.distributed.run --max_restarts=1), same script, same machine, same
 # run. The crash is the same for both: once the step-20 checkpoint exists, rank 1 gets SIGKILL
-# from outside. Both resume from titan checkpoints. Recovery cost = wall(crash) - wall(no crash).
+# from outside (a process found through /proc by its RANK=1 environment). Both resume from titan checkpoints. Recovery cost = wall(crash) - wall(no crash).
 #   bash bench/run_vs_torchrun.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,12 +37,13 @@ run() {  # name launcher crash(0/1)
     TITAN_CHECKPOINT_DIR=$d/ckpt "$TITAN" run --quiet --nproc-per-node 2 --run-dir "$d" \
       --checkpoint-dir "$d/ckpt" -- $PY $ARGS --out "$d/result.json" >"$d/log" 2>&1 &
   else
-    TITAN_CHECKPOINT_DIR=$d/ckpt $PY -m torch.distributed.run --standalone --nproc-per-node 2 \
-      --max-restarts=1 $ARGS --out "$d/result.json" >"$d/log" 2>&1 &
+    TITAN_CHECKPOINT_DIR=$d/ckpt $PY -m torch.distributed.run --standalone --nproc_per_node 2 \
+      --max_restarts=1 $ARGS --out "$d/result.json" >"$d/log" 2>&1 &
   fi
-  local pid=$!
-  if [ "$crash" = 1 ]; then kill_rank1_after_ckpt $pid "$d/ckpt"; fi
+  local pid=$! killer=
+  if [ "$crash" = 1 ]; then kill_rank1_after_ckpt $pid "$d/ckpt" & killer=$!; fi
   wait $pid || echo "$name: launcher exit $?"
+  [ -n "$killer" ] && { kill $killer 2>/dev/null || true; wait $killer 2>/dev/null || true; }
   local t1=$(date +%s.%N)
   echo "$name $(echo "$t1 - $t0" | bc)" >> "$W/times"
 }
