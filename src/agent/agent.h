@@ -46,7 +46,7 @@ struct AgentOptions {
   int64_t recorder_duration_ns = 600LL * 1'000'000'000;
   size_t recorder_budget_bytes = 512ULL << 20;
   std::vector<std::string> detect_rules;  // FAMILY=SPEC
-  bool detect_all = false;                 // mad on every detect-eligible family
+  bool detect_all = false;                // mad on every detect-eligible family
   double max_transients_per_second = 20;
   std::string dump_dir;  // auto-dump around transients ("" = off)
   int64_t dump_before_ns = 30LL * 1'000'000'000;
