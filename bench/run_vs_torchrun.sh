@@ -24,9 +24,10 @@ kill_rank1_after_ckpt() {
   # rank 1 = the launcher's descendant python process with RANK=1 in its environment
   for pid in $(ps -o pid= --ppid "$launcher") $(for c in $(ps -o pid= --ppid "$launcher"); do ps -o pid= --ppid "$c"; done); do
     if tr '\0' '\n' < /proc/$pid/environ 2>/dev/null | grep -qx 'RANK=1'; then
-      kill -9 "$pid"; date +%s.%N > "$ckpt/../killed_at"; return
+      kill -9 "$pid"; echo "killed rank 1 (pid $pid) of launcher $launcher" >&2; return
     fi
   done
+  echo "rank 1 of launcher $launcher not found" >&2
 }
 
 run() {  # name launcher crash(0/1)
@@ -37,7 +38,8 @@ run() {  # name launcher crash(0/1)
     TITAN_CHECKPOINT_DIR=$d/ckpt "$TITAN" run --quiet --nproc-per-node 2 --run-dir "$d" \
       --checkpoint-dir "$d/ckpt" -- $PY $ARGS --out "$d/result.json" >"$d/log" 2>&1 &
   else
-    TITAN_CHECKPOINT_DIR=$d/ckpt $PY -m torch.distributed.run --standalone --nproc_per_node 2 \
+    # torchrun itself, with the one fix Debian's torch 1.13 needs on Python 3.11
+    TITAN_CHECKPOINT_DIR=$d/ckpt $PY bench/run_torchrun_py311.py --standalone --nproc_per_node 2 \
       --max_restarts=1 $ARGS --out "$d/result.json" >"$d/log" 2>&1 &
   fi
   local pid=$! killer=

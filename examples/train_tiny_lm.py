@@ -155,7 +155,8 @@ def main():
     if rank == 0:
         result = {"final_loss": final, "param_sha256": h.hexdigest(), "steps": args.steps,
                   "world_size": world, "started_at_step": start,
-                  "restart_count": int(os.environ.get("TITAN_RESTART_COUNT", "0"))}
+                  "restart_count": int(os.environ.get("TITAN_RESTART_COUNT",
+                                                      os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")))}
         print(f"[tiny-lm] done: held-out loss {final:.4f} params {h.hexdigest()[:16]}", flush=True)
         if args.out:
             tmp = args.out + ".tmp"
