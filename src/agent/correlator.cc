@@ -68,14 +68,33 @@ void Correlator::Explain(const Series& source, TransientEvent* event) const {
   const std::string delta_text =
       (delta >= 0 ? "+" : "-") + FormatSignalValue(name, std::fabs(delta));
   const std::string_view rank = LabelOf(source, "rank");
-  int64_t step = -1;
+  // The steps the transient spans, and the one at its peak (the sample furthest from baseline).
+  int64_t first_step = -1, last_step = -1, peak_step = -1;
   if (!rank.empty()) {
-    for (const AppEvent& e : log_.AppEventsBetween(d.start_ns - 1, d.end_ns + 1)) {
-      if (e.kind == wire::EventKind::kStepEnd && std::to_string(e.rank) == rank) step = e.step;
+    std::vector<RecordedPoint> own;
+    source.RecorderRange(d.start_ns, d.end_ns, &own);
+    int64_t peak_time = d.end_ns;
+    double peak_dev = -1;
+    for (const RecordedPoint& p : own) {
+      if (std::fabs(p.value - d.baseline) > peak_dev) {
+        peak_dev = std::fabs(p.value - d.baseline);
+        peak_time = p.time_ns;
+      }
     }
+    for (const AppEvent& e : log_.AppEventsBetween(d.start_ns - 1, d.end_ns + 1)) {
+      if (e.kind != wire::EventKind::kStepEnd || std::to_string(e.rank) != rank) continue;
+      if (first_step < 0) first_step = e.step;
+      last_step = e.step;
+      if (e.time_ns == peak_time) peak_step = e.step;
+    }
+    if (peak_step < 0) peak_step = last_step;
   }
-  if (name == "titan_step_duration_seconds" && step >= 0) {
-    headline = fmt::format("step {} on rank {} took {}, {} over its baseline ({}, {})", step, rank,
+  if (name == "titan_step_duration_seconds" && peak_step >= 0) {
+    const std::string which = first_step == last_step
+                                  ? fmt::format("step {} on rank {}", peak_step, rank)
+                                  : fmt::format("steps {}-{} on rank {}: step {}", first_step,
+                                                last_step, rank, peak_step);
+    headline = fmt::format("{} took {}, {} over its baseline ({}, {})", which,
                            FormatSignalValue(name, d.peak), delta_text, Sigma(d.score), d.detector);
   } else {
     headline = fmt::format("{} {} to {} ({} vs baseline {}, {}, {}, {} ms)", source.Key(),
