@@ -116,7 +116,6 @@ Status Agent::Init() {
     receiver_options.on_event = [this](const wire::ParsedEvent& e) {
       const AppEvent app = ToAppEvent(e);
       event_log_->AddAppEvent(app);
-      std::lock_guard<std::mutex> lock(step_mutex_);
       step_tracker_->OnEvent(app);
     };
     auto receiver = EventReceiver::Start(std::move(receiver_options));

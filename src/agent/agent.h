@@ -81,8 +81,7 @@ class Agent {
   std::unique_ptr<EventLog> event_log_;
   WatchedProcesses processes_;
   std::unique_ptr<TransientPipeline> transients_;
-  std::unique_ptr<StepTracker> step_tracker_;
-  std::mutex step_mutex_;  // StepTracker is fed from the receiver thread only; guards tests too
+  std::unique_ptr<StepTracker> step_tracker_;  // fed only on the event receiver's thread
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<EventReceiver> receiver_;
   std::unique_ptr<HttpServer> http_;

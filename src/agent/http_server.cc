@@ -54,8 +54,6 @@ void BadRequest(httplib::Response& res, const std::string& message) {
   res.set_content(message + "\n", "text/plain; charset=utf-8");
 }
 
-bool ParseInt(const std::string& text, int64_t* out) { return ParseInt64(text, out); }
-
 }  // namespace
 
 bool ParseDurationNs(std::string_view text, int64_t* out_ns) {
@@ -125,11 +123,12 @@ void HttpServer::Routes() {
 
   s.Get("/events", [this](const httplib::Request& req, httplib::Response& res) {
     int64_t after = 0, limit = 1000;
-    if (req.has_param("after") && (!ParseInt(req.get_param_value("after"), &after) || after < 0)) {
+    if (req.has_param("after") &&
+        (!ParseInt64(req.get_param_value("after"), &after) || after < 0)) {
       return BadRequest(res, "after: expected a non-negative event id");
     }
     if (req.has_param("limit") &&
-        (!ParseInt(req.get_param_value("limit"), &limit) || limit < 1 || limit > 100000)) {
+        (!ParseInt64(req.get_param_value("limit"), &limit) || limit < 1 || limit > 100000)) {
       return BadRequest(res, "limit: expected 1..100000");
     }
     std::string body = "[";
@@ -156,10 +155,10 @@ void HttpServer::Routes() {
       }
       dump.from_ns = now - last;
     }
-    if (req.has_param("from_ns") && !ParseInt(req.get_param_value("from_ns"), &dump.from_ns)) {
+    if (req.has_param("from_ns") && !ParseInt64(req.get_param_value("from_ns"), &dump.from_ns)) {
       return BadRequest(res, "from_ns: expected integer nanoseconds since the Unix epoch");
     }
-    if (req.has_param("to_ns") && !ParseInt(req.get_param_value("to_ns"), &dump.to_ns)) {
+    if (req.has_param("to_ns") && !ParseInt64(req.get_param_value("to_ns"), &dump.to_ns)) {
       return BadRequest(res, "to_ns: expected integer nanoseconds since the Unix epoch");
     }
     if (dump.to_ns < dump.from_ns) return BadRequest(res, "to_ns is before from_ns");

@@ -16,8 +16,7 @@ inline constexpr int64_t kNsPerSecond = 1'000'000'000;
 int64_t WallNowNs();
 // Nanoseconds since an arbitrary fixed point (CLOCK_MONOTONIC); for durations only.
 int64_t MonoNowNs();
-// Sleeps until the monotonic time `deadline_ns` (absolute); returns early on EINTR only if
-// `stop_flag` (may be null) became true.
+// Sleeps until the monotonic time `deadline_ns` (absolute), resuming after signals (EINTR).
 void SleepUntilMonoNs(int64_t deadline_ns);
 
 inline double NsToSeconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
