@@ -265,34 +265,6 @@ Status ParseBody(const json& js, const std::string& where, Manifest* m) {
 
 }  // namespace
 
-Hash128 HashBytes(const void* data, size_t size_bytes) {
-  XXH128_hash_t h = XXH3_128bits(data, size_bytes);
-  return Hash128{h.high64, h.low64};
-}
-
-std::string HashToHex(const Hash128& hash) {
-  return fmt::format("{:016x}{:016x}", hash.high, hash.low);
-}
-
-bool HashFromHex(std::string_view hex, Hash128* out) {
-  if (hex.size() != 32) return false;
-  uint64_t parts[2] = {0, 0};
-  for (size_t i = 0; i < 32; ++i) {
-    char c = hex[i];
-    int v;
-    if (c >= '0' && c <= '9') {
-      v = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      v = c - 'a' + 10;
-    } else {
-      return false;
-    }
-    parts[i / 16] = (parts[i / 16] << 4) | static_cast<uint64_t>(v);
-  }
-  *out = Hash128{parts[0], parts[1]};
-  return true;
-}
-
 int64_t NumElements(const std::vector<int64_t>& lengths) {
   int64_t n = 1;
   for (int64_t d : lengths) {

@@ -21,6 +21,7 @@
 
 #include "src/base/status.h"
 #include "src/checkpoint/dtype.h"
+#include "src/checkpoint/hash.h"
 
 namespace titan::checkpoint {
 
@@ -29,16 +30,6 @@ inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 50;
 inline constexpr size_t kMaxManifestBytes = size_t{512} << 20;
 inline constexpr int kMaxRank = 16;
-
-// XXH3-128 of a chunk's bytes; printed as 32 lowercase hex digits (high then low).
-struct Hash128 {
-  uint64_t high = 0;
-  uint64_t low = 0;
-  bool operator==(const Hash128&) const = default;
-};
-Hash128 HashBytes(const void* data, size_t size_bytes);
-std::string HashToHex(const Hash128& hash);
-bool HashFromHex(std::string_view hex, Hash128* out);
 
 // A contiguous byte range of one data file.
 struct ChunkRef {

@@ -10,21 +10,12 @@
 
 #include <fmt/format.h>
 
+#include "src/checkpoint/direct_writable_file.h"
+#include "src/checkpoint/posix_error.h"
 #include "src/checkpoint/storage.h"
 
 namespace titan::checkpoint {
 namespace {
-
-Status PathError(int err, std::string_view op, const std::string& full_path) {
-  Status status = ErrnoError(err, fmt::format("{} {}", op, full_path));
-  if (err == ENOSPC || err == EDQUOT || err == EFBIG) {
-    return ResourceExhaustedError(fmt::format(
-        "{}: the file system is full (or a file size limit was hit); free space or point the "
-        "checkpoint directory elsewhere",
-        status.message()));
-  }
-  return status;
-}
 
 class PosixWritableFile final : public WritableFile {
  public:
@@ -116,6 +107,12 @@ class PosixStorage final : public Storage {
     int fd = ::open(full.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return PathError(errno, "create", full);
     return std::unique_ptr<WritableFile>(new PosixWritableFile(fd, full));
+  }
+
+  Result<std::unique_ptr<WritableFile>> NewBulkFile(const std::string& path) override {
+    TITAN_ASSIGN_OR_RETURN(auto direct, OpenDirectWritableFile(Full(path)));
+    if (direct) return direct;
+    return NewWritableFile(path);  // the file system does not do O_DIRECT
   }
 
   Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path) override {

@@ -50,6 +50,12 @@ class Storage {
 
   // Creates (truncating) `path`; its directory must exist.
   virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
+  // Creates (truncating) a large data file that is written once in big appends (checkpoint
+  // data). The backend may bypass the page cache and write in the background (POSIX: O_DIRECT
+  // through aligned buffers); the durability contract is the same. Default: NewWritableFile.
+  virtual Result<std::unique_ptr<WritableFile>> NewBulkFile(const std::string& path) {
+    return NewWritableFile(path);
+  }
   virtual Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
       const std::string& path) = 0;
   // Whole small file of at most max_bytes (more: OUT_OF_RANGE). Missing: NOT_FOUND.

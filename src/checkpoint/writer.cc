@@ -11,6 +11,7 @@
 #include "src/base/clock.h"
 #include "src/base/log.h"
 #include "src/checkpoint/layout.h"
+#include "src/checkpoint/parallel_copy.h"
 #include "src/checkpoint/planner.h"
 
 namespace titan::checkpoint {
@@ -216,11 +217,14 @@ Status CheckpointWriter::Save(int64_t step, std::vector<TensorToSave> tensors,
       staging_bytes_ = total;
     }
     uint64_t at = 0;
+    std::vector<CopySpan> copies;
+    copies.reserve(pieces_.size());
     for (Piece& p : pieces_) {
-      if (p.size_bytes > 0) std::memcpy(staging_.get() + at, p.data, p.size_bytes);
+      copies.push_back(CopySpan{staging_.get() + at, p.data, p.size_bytes});
       p.data = staging_.get() + at;
       at += p.size_bytes;
     }
+    ParallelCopy(copies, options.staging_threads);
     stats_.staged_bytes = total;
     stats_.blocking_ns = MonoNowNs() - start_ns;
     worker_ = std::thread([this, step, options = std::move(options)] {
@@ -304,7 +308,7 @@ Status CheckpointWriter::WriteRankData(int64_t step, const std::vector<Piece>& p
         stats_.referenced_bytes += size;
       } else {
         if (!file) {
-          TITAN_ASSIGN_OR_RETURN(file, storage_->NewWritableFile(data_path));
+          TITAN_ASSIGN_OR_RETURN(file, storage_->NewBulkFile(data_path));
         }
         location = ChunkLocation{data_path, file->size_bytes(), size, hash};
         TITAN_RETURN_IF_ERROR(file->Append(p.data + at, size));

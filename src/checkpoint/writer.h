@@ -56,6 +56,9 @@ struct SaveOptions {
   RetentionPolicy retention;
   double commit_timeout_seconds = 1800;      // rank 0: how long to wait for the other ranks
   uint64_t chunk_bytes = uint64_t{8} << 20;  // checksum / dedup granularity
+  // Async: threads that copy the state into staging memory (the blocking part of the save).
+  // Memory bandwidth, not cores, bounds it; 4 per rank leaves cores for 8 ranks on a node.
+  size_t staging_threads = 4;
   // This rank's non-tensor items: rank 0's become Manifest::items, every rank's rank_items[r].
   nlohmann::json items = nlohmann::json::object();
   nlohmann::json layout = nlohmann::json::object();  // rank 0's are recorded
