@@ -113,6 +113,7 @@ Status Agent::Init() {
   if (!options_.socket_path.empty()) {
     EventReceiverOptions receiver_options;
     receiver_options.socket_path = options_.socket_path;
+    receiver_options.raise_max_dgram_qlen_to = options_.raise_dgram_queue_to;
     receiver_options.on_event = [this](const wire::ParsedEvent& e) {
       const AppEvent app = ToAppEvent(e);
       event_log_->AddAppEvent(app);

@@ -36,6 +36,9 @@ struct AgentOptions {
   std::string listen_address = "127.0.0.1";
   int port = 9470;                                    // 0: any free port (tests)
   std::string socket_path = "/tmp/titan-agent.sock";  // "" disables event ingestion
+  // > 0: raise net.unix.max_dgram_qlen to this before creating the socket if it is lower
+  // (root in the agent's network namespace; see EventReceiverOptions). 0 leaves it alone.
+  int raise_dgram_queue_to = 0;
   std::string proc_root = "/proc";
   std::string sys_root = "/sys";
   int64_t interval_ns = 0;  // every collector's interval; 0: each collector's default (100 ms)

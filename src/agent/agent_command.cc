@@ -72,6 +72,11 @@ int AgentCommand(int argc, char** argv) {
                  "Unix datagram socket for training-process events (\"\" to disable); default "
                  "from $TITAN_AGENT_SOCKET")
       ->capture_default_str();
+  app.add_option("--raise-event-queue", options.raise_dgram_queue_to,
+                 "Raise net.unix.max_dgram_qlen to N before creating the socket if it is lower "
+                 "(root; per network namespace; systemd hosts use 512). 0: leave it")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--interval", interval,
                  "Sampling interval of every collector (10ms..10s); default: each collector's "
                  "own (100ms)")

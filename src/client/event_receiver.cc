@@ -173,8 +173,9 @@ Status EventReceiver::Bind() {
     Log(LogLevel::kWarning, kComponent,
         "net.unix.max_dgram_qlen is {}: a burst of more than {} events (e.g. all ranks of a "
         "node ending a step together) can be dropped while the agent is not scheduled; raise it "
-        "with `sysctl -w net.unix.max_dgram_qlen=512` before starting the agent (which also lets "
-        "the receiver drain every 1 ms instead of being woken by each event's sender)",
+        "with `sysctl -w net.unix.max_dgram_qlen=512` before starting the agent, or start it as "
+        "root with --raise-event-queue 512 (which also lets the receiver drain every 1 ms "
+        "instead of being woken by each event's sender)",
         max_dgram_qlen_, max_dgram_qlen_);
   }
   return OkStatus();
