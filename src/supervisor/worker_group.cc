@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "src/base/clock.h"
+#include "src/base/log.h"
 
 namespace titan::supervisor {
 
@@ -30,9 +31,10 @@ bool WaitStatusSuccess(int wait_status) {
 }
 
 WorkerGroup::~WorkerGroup() {
+  PruneEmptyGroups();
+  for (pid_t group : groups_) ::kill(-group, SIGKILL);  // also leftovers of exited workers
   for (Worker& w : workers_) {
     if (w.running) {
-      ::kill(-w.pid, SIGKILL);
       ::kill(w.pid, SIGKILL);
       int st = 0;
       while (::waitpid(w.pid, &st, 0) < 0 && errno == EINTR) {
@@ -40,10 +42,26 @@ WorkerGroup::~WorkerGroup() {
       w.running = false;
     }
   }
+  guardian_.Release();
+}
+
+void WorkerGroup::PruneEmptyGroups() {
+  std::erase_if(groups_, [this](pid_t group) {
+    if (::kill(-group, 0) == 0 || errno != ESRCH) return false;
+    guardian_.Forget(group);
+    return true;
+  });
 }
 
 Status WorkerGroup::Spawn(const WorkerSpec& spec) {
   if (spec.argv.empty()) return InvalidArgumentError("no command to run after '--'");
+  if (!guardian_.running()) {
+    Status started = guardian_.Start();
+    if (!started.ok()) {
+      Log(LogLevel::kWarning, "run",
+          "{}: grandchildren of workers may outlive a SIGKILLed titan run", started.ToString());
+    }
+  }
   // Everything the child needs is prepared before fork: after fork only async-signal-safe calls.
   std::vector<char*> argv;
   for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -107,6 +125,8 @@ Status WorkerGroup::Spawn(const WorkerSpec& spec) {
                                   "executable, and PATH)",
                                   spec.argv[0]));
   }
+  guardian_.Watch(pid);
+  groups_.push_back(pid);
   Worker w;
   w.local_rank = spec.local_rank;
   w.rank = spec.rank;
@@ -135,6 +155,7 @@ std::vector<size_t> WorkerGroup::Reap() {
       }
     }
   }
+  if (!exited.empty()) PruneEmptyGroups();
   return exited;
 }
 
@@ -200,6 +221,9 @@ size_t WorkerGroup::running_count() const {
   return n;
 }
 
-void WorkerGroup::Clear() { workers_.clear(); }
+void WorkerGroup::Clear() {
+  PruneEmptyGroups();
+  workers_.clear();
+}
 
 }  // namespace titan::supervisor

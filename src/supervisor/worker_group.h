@@ -7,6 +7,10 @@
 // the moment the exec succeeded. Stop() terminates whole process groups: SIGTERM (+SIGCONT, so a
 // stopped worker can act on it), a grace period, then SIGKILL to the group, and reaps.
 //
+// A Guardian (guardian.h) watches every worker's process group, so that even a SIGKILLed
+// `titan run` leaves no grandchild of a worker behind; destroying the group kills what is left in
+// every group it started, including children of workers that exited.
+//
 // The caller must block SIGCHLD (and read it via signalfd or poll) and call Reap() to collect
 // exits. Reap() waits for any child (waitpid(-1)): the process should have no other children
 // whose exit status it needs. Thread safety: not thread-safe; owned by the supervisor loop thread,
@@ -20,6 +24,7 @@
 #include <vector>
 
 #include "src/base/status.h"
+#include "src/supervisor/guardian.h"
 
 namespace titan::supervisor {
 
@@ -49,7 +54,7 @@ bool WaitStatusSuccess(int wait_status);
 class WorkerGroup {
  public:
   WorkerGroup() = default;
-  ~WorkerGroup();  // kills (SIGKILL) and reaps whatever still runs
+  ~WorkerGroup();  // kills (SIGKILL) whatever still runs in any group it started, and reaps
   WorkerGroup(const WorkerGroup&) = delete;
   WorkerGroup& operator=(const WorkerGroup&) = delete;
 
@@ -76,7 +81,12 @@ class WorkerGroup {
   void Clear();
 
  private:
+  // Forgets (here and in the guardian) the groups with no process left in them.
+  void PruneEmptyGroups();
+
   std::vector<Worker> workers_;
+  Guardian guardian_;
+  std::vector<pid_t> groups_;  // process groups started here that may still have members
 };
 
 }  // namespace titan::supervisor

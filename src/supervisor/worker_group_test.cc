@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -97,6 +98,76 @@ TEST_F(WorkerGroupTest, StoppedWorkerIsTerminated) {
   EXPECT_EQ(g.Stop(2 * kNsPerSecond), 0);  // SIGTERM + SIGCONT ends it within the grace
   EXPECT_TRUE(WIFSIGNALED(g.workers()[0].wait_status));
   EXPECT_EQ(WTERMSIG(g.workers()[0].wait_status), SIGTERM);
+}
+
+// Waits up to 5 s for process group `pgid` to have no live member.
+bool GroupEmptiesWithin5s(pid_t pgid) {
+  for (int i = 0; i < 100 && LiveInGroup(pgid) > 0; ++i) usleep(50'000);
+  return LiveInGroup(pgid) == 0;
+}
+
+// The case PR_SET_PDEATHSIG alone misses: `titan run` is SIGKILLed, the worker (a shell) dies
+// with it, and the shell's child would run on. A forked child plays titan run (a WorkerGroup
+// that never gets to clean up); the guardian must kill the grandchild.
+TEST_F(WorkerGroupTest, GrandchildOfAWorkerDiesWhenTheOwnerIsSigkilled) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t owner = fork();
+  ASSERT_GE(owner, 0);
+  if (owner == 0) {
+    close(ready[0]);
+    auto* g = new WorkerGroup();  // never destroyed: the owner dies holding it
+    if (!g->Spawn({0, 0, {"sh", "-c", "sleep 300 & wait"}, Environ(), ""}).ok()) _exit(1);
+    pid_t pgid = g->workers()[0].pid;
+    if (write(ready[1], &pgid, sizeof pgid) != sizeof pgid) _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  pid_t pgid = 0;
+  ASSERT_EQ(read(ready[0], &pgid, sizeof pgid), static_cast<ssize_t>(sizeof pgid));
+  close(ready[0]);
+  for (int i = 0; i < 100 && LiveInGroup(pgid) < 2; ++i) usleep(20'000);
+  ASSERT_EQ(LiveInGroup(pgid), 2);  // the shell and its sleep
+  kill(owner, SIGKILL);
+  int st = 0;
+  ASSERT_EQ(waitpid(owner, &st, 0), owner);
+  EXPECT_TRUE(GroupEmptiesWithin5s(pgid)) << LiveInGroup(pgid) << " left in group " << pgid;
+}
+
+// A worker that exits by itself leaves a child behind; destroying the group (titan run ending
+// normally) kills it, and the guardian, released, kills nothing else.
+TEST_F(WorkerGroupTest, LeftoversOfAnExitedWorkerAreKilledAtTheEnd) {
+  pid_t pgid = 0;
+  {
+    WorkerGroup g;
+    ASSERT_TRUE(g.Spawn({0, 0, {"sh", "-c", "sleep 300 & exit 0"}, Environ(), ""}).ok());
+    pgid = g.workers()[0].pid;
+    ASSERT_TRUE(g.WaitAll(10 * kNsPerSecond));
+    EXPECT_TRUE(g.AllSucceeded());
+    EXPECT_EQ(LiveInGroup(pgid), 1);  // the sleep outlived its shell
+  }
+  EXPECT_TRUE(GroupEmptiesWithin5s(pgid));
+}
+
+TEST(GuardianTest, ReleaseKillsNothing) {
+  Guardian guardian;
+  ASSERT_TRUE(guardian.Start().ok());
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    setpgid(0, 0);
+    pause();
+    _exit(0);
+  }
+  setpgid(child, child);
+  EXPECT_TRUE(guardian.Watch(child));
+  guardian.Release();
+  EXPECT_FALSE(guardian.running());
+  usleep(100'000);
+  EXPECT_EQ(kill(child, 0), 0) << "a released guardian killed a watched group";
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
 }
 
 }  // namespace

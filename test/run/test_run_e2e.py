@@ -263,6 +263,34 @@ def test_killing_titan_run_leaves_no_orphans(work):
     assert_no_survivors(run_dir)
 
 
+def test_killing_titan_run_also_kills_what_its_workers_started(work):
+    """`titan run -- bash train.sh`: PR_SET_PDEATHSIG kills the shell when titan run is
+    SIGKILLed, but not the program the shell started; titan run's guardian process must."""
+    run_dir = os.path.join(work, "grandchildren")
+    os.makedirs(run_dir, exist_ok=True)
+    pidfile = os.path.join(run_dir, "child.pid")
+    cmd = [TITAN, "run", "--run-dir", run_dir, "--quiet", "--nproc-per-node", "1", "--",
+           "sh", "-c", f"sleep 300 & echo $! > {pidfile}.tmp && mv {pidfile}.tmp {pidfile}; wait"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not os.path.exists(pidfile):
+            time.sleep(0.05)
+        with open(pidfile) as f:
+            child = int(f.read())
+        assert alive(child)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.time() + 5
+        while time.time() < deadline and alive(child):
+            time.sleep(0.05)
+        assert not alive(child), f"the worker's child {child} outlived a SIGKILLed titan run"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_sigterm_asks_workers_to_checkpoint_first(work):
     tmp = os.path.join(work, "preempt")
     proc, run_dir = titan_run(tmp, "run", ["--nproc-per-node", "2", "--term-grace", "20"],

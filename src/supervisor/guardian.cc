@@ -1,0 +1,130 @@
+#include "src/supervisor/guardian.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+namespace titan::supervisor {
+namespace {
+
+// Messages on the socket, one int32 each: > 0 watch that group, < 0 forget group -m, 0 release.
+constexpr int32_t kRelease = 0;
+
+// The guardian's whole life, after fork: async-signal-safe calls only, no allocation.
+[[noreturn]] void GuardianMain(int read_fd) {
+  ::setpgid(0, 0);
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP}) {
+    ::sigaction(sig, &ignore, nullptr);
+  }
+  // Keep only the pipe: never hold the caller's stdout, sockets or files open.
+  if (read_fd > 0) ::syscall(SYS_close_range, 0u, static_cast<unsigned>(read_fd - 1), 0u);
+  ::syscall(SYS_close_range, static_cast<unsigned>(read_fd + 1), ~0u, 0u);
+
+  pid_t groups[Guardian::kMaxGroups];
+  int count = 0;
+  int32_t buffer[256];
+  size_t have = 0;  // bytes in buffer
+  while (true) {
+    ssize_t n = ::read(read_fd, reinterpret_cast<char*>(buffer) + have, sizeof(buffer) - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // end of file (or an error): titan run is gone
+    have += static_cast<size_t>(n);
+    const size_t whole = have / sizeof(int32_t);
+    for (size_t i = 0; i < whole; ++i) {
+      const int32_t m = buffer[i];
+      if (m == kRelease) ::_exit(0);
+      if (m > 0) {
+        if (count < Guardian::kMaxGroups) groups[count++] = m;
+      } else {
+        for (int g = 0; g < count; ++g) {
+          if (groups[g] == -m) {
+            groups[g] = groups[--count];
+            break;
+          }
+        }
+      }
+    }
+    const size_t rest = have - whole * sizeof(int32_t);
+    if (rest > 0) {
+      char* bytes = reinterpret_cast<char*>(buffer);
+      for (size_t i = 0; i < rest; ++i) bytes[i] = bytes[whole * sizeof(int32_t) + i];
+    }
+    have = rest;
+  }
+  for (int g = 0; g < count; ++g) ::kill(-groups[g], SIGKILL);
+  ::_exit(0);
+}
+
+}  // namespace
+
+Guardian::~Guardian() { Release(); }
+
+Status Guardian::Start() {
+  if (pid_ > 0) return OkStatus();
+  // A stream socket pair rather than a pipe: a dead guardian makes send() fail with EPIPE
+  // (MSG_NOSIGNAL) instead of raising SIGPIPE in titan run.
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    return ErrnoError(errno, "socketpair for the worker guardian");
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return ErrnoError(e, "fork for the worker guardian");
+  }
+  if (pid == 0) GuardianMain(fds[0]);
+  ::close(fds[0]);
+  pid_ = pid;
+  write_fd_ = fds[1];
+  watched_ = 0;
+  return OkStatus();
+}
+
+bool Guardian::Send(int32_t message) {
+  if (write_fd_ < 0) return false;
+  const char* p = reinterpret_cast<const char*>(&message);
+  size_t left = sizeof(message);
+  while (left > 0) {
+    ssize_t n = ::send(write_fd_, p, left, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool Guardian::Watch(pid_t pgid) {
+  if (pgid <= 0 || watched_ >= kMaxGroups) return false;
+  if (!Send(static_cast<int32_t>(pgid))) return false;
+  ++watched_;
+  return true;
+}
+
+void Guardian::Forget(pid_t pgid) {
+  if (pgid > 0 && Send(-static_cast<int32_t>(pgid)) && watched_ > 0) --watched_;
+}
+
+void Guardian::Release() {
+  if (pid_ <= 0) return;
+  Send(kRelease);
+  ::close(write_fd_);
+  write_fd_ = -1;
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
+}  // namespace titan::supervisor
