@@ -91,7 +91,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--dir", required=True)
     p.add_argument("--mib", type=int, default=1024)
-    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--reps", type=int, default=5)
     args = p.parse_args()
     torch.set_num_threads(2)
     os.makedirs(args.dir, exist_ok=True)

@@ -11,4 +11,4 @@ mib=${3:-1024}
 mkdir -p "$dir"
 trap 'rm -rf "$dir"' EXIT
 echo "# $(date -u +%FT%TZ)  $(nproc) cores  $(uname -r)  $(df -hT "$dir" | awk 'NR==2{print $2" on "$1}')"
-PYTHONPATH="$build/python" OMP_NUM_THREADS=2 /usr/bin/python3 bench/ckpt_bench.py --dir "$dir" --mib "$mib"
+PYTHONPATH="$build/python" OMP_NUM_THREADS=2 /usr/bin/python3 bench/ckpt_bench.py --dir "$dir" --mib "$mib" "${@:4}"
