@@ -185,6 +185,7 @@ void HttpServer::Routes() {
                             {"interval_ms", c.interval_ns / 1e6},
                             {"rounds", c.rounds},
                             {"errors", c.errors},
+                            {"stuck_seconds", c.stuck_seconds},
                             {"why_off", c.init_error}});
     }
     nlohmann::json body = {{"status", "ok"},

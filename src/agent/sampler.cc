@@ -1,5 +1,6 @@
 #include "src/agent/sampler.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "src/base/clock.h"
@@ -29,9 +30,17 @@ const SignalDesc kOverruns{"titan_collector_overruns_total",
                            {"collector"},
                            {}};
 
+const SignalDesc kStuck{"titan_collector_stuck_total",
+                        "Times a Collect() call stayed inside its source past the stuck bound "
+                        "(max of 10 intervals and 5 s).",
+                        SignalKind::kCounter,
+                        {"collector"},
+                        {}};
+
 }  // namespace
 
-Sampler::Sampler(CollectorContext base_context) : base_context_(std::move(base_context)) {}
+Sampler::Sampler(CollectorContext base_context, SamplerOptions options)
+    : base_context_(std::move(base_context)), options_(options) {}
 
 Sampler::~Sampler() { Stop(); }
 
@@ -54,6 +63,7 @@ void Sampler::Start(std::vector<CollectorSpec> specs) {
       slot->duration = registry.GetOrCreate(kDuration, {name}, spec.interval_ns);
       slot->errors = registry.GetOrCreate(kErrors, {name}, 0);
       slot->overruns = registry.GetOrCreate(kOverruns, {name}, 0);
+      slot->stuck = registry.GetOrCreate(kStuck, {name}, 0);
     }
     slot->spec = std::move(spec);
     slots_.push_back(std::move(slot));
@@ -70,9 +80,27 @@ void Sampler::Stop() {
     stop_ = true;
   }
   stop_cv_.notify_all();
+  const int64_t now = MonoNowNs();
   for (auto& slot : slots_) {
-    if (slot->thread.joinable()) slot->thread.join();
+    if (!slot->thread.joinable()) continue;
+    if (StuckForNs(*slot, now) > 0) {
+      Log(LogLevel::kWarning, "agent",
+          "collector {} is still stuck in Collect(); not waiting for it", slot->status.name);
+      slot->thread.detach();
+      (void)slot.release();  // the detached thread may still use it
+      continue;
+    }
+    slot->thread.join();
   }
+  std::erase(slots_, nullptr);
+}
+
+int64_t Sampler::StuckForNs(const Slot& slot, int64_t mono_now_ns) const {
+  const int64_t begin = slot.collect_begin_ns.load(std::memory_order_acquire);
+  if (begin == 0) return 0;
+  const int64_t bound = std::max(10 * slot.spec.interval_ns, options_.stuck_after_min_ns);
+  const int64_t inside = mono_now_ns - begin;
+  return inside > bound ? inside : 0;
 }
 
 void Sampler::Loop(Slot* slot) {
@@ -82,7 +110,9 @@ void Sampler::Loop(Slot* slot) {
   for (;;) {
     const int64_t begin = MonoNowNs();
     const int64_t wall = WallNowNs();
+    slot->collect_begin_ns.store(begin, std::memory_order_release);
     Status status = slot->spec.collector->Collect(wall);
+    slot->collect_begin_ns.store(0, std::memory_order_release);
     const int64_t took = MonoNowNs() - begin;
     slot->rounds.fetch_add(1, std::memory_order_relaxed);
     slot->duration->RecordGauge(wall, NsToSeconds(took));
@@ -111,14 +141,29 @@ std::vector<CollectorStatus> Sampler::Statuses() const {
     CollectorStatus s = slot->status;
     s.rounds = slot->rounds.load();
     s.errors = slot->error_count.load();
+    s.stuck_seconds = NsToSeconds(StuckForNs(*slot, MonoNowNs()));
     out.push_back(std::move(s));
   }
   return out;
 }
 
 void Sampler::RecordUp(int64_t now_ns) {
+  const int64_t mono = MonoNowNs();
   for (auto& slot : slots_) {
-    if (slot->up) slot->up->RecordGauge(now_ns, slot->status.running ? 1 : 0);
+    const int64_t stuck_for = slot->status.running ? StuckForNs(*slot, mono) : 0;
+    if (stuck_for > 0 && !slot->reported_stuck) {
+      slot->reported_stuck = true;
+      slot->stuck->AddCounter(now_ns, 1);
+      Log(LogLevel::kWarning, "agent",
+          "collector {} has been inside one Collect() for {:.1f} s (interval {} ms): its source "
+          "is stuck (e.g. a GPU driver call on a GPU that fell off the bus); its series go stale, "
+          "the other collectors run on",
+          slot->status.name, NsToSeconds(stuck_for), slot->spec.interval_ns / 1'000'000);
+    } else if (stuck_for == 0 && slot->reported_stuck) {
+      slot->reported_stuck = false;
+      Log(LogLevel::kInfo, "agent", "collector {} is sampling again", slot->status.name);
+    }
+    if (slot->up) slot->up->RecordGauge(now_ns, slot->status.running && stuck_for == 0 ? 1 : 0);
   }
 }
 
