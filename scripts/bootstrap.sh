@@ -14,6 +14,8 @@ PACKAGES=(
   python3 python3-dev python3-torch python3-numpy python3-pytest
   # real components used by tests
   prometheus etcd-server etcd-client curl procps bc
+  # titan run: native stacks of hung workers (eu-stack)
+  elfutils
 )
 
 SUDO=""

@@ -27,6 +27,7 @@
 #include "src/client/event_receiver.h"
 #include "src/client/wire.h"
 #include "src/supervisor/ledger.h"
+#include "src/supervisor/native_stack.h"
 #include "src/supervisor/rendezvous.h"
 #include "src/supervisor/run_log.h"
 #include "src/supervisor/worker_group.h"
@@ -42,6 +43,8 @@ constexpr size_t kMaxQueuedEvents = 65536;
 constexpr int64_t kTickNs = 20 * kNsPerMs;
 constexpr int64_t kSlowPeriodNs = 20 * kNsPerMs;
 constexpr size_t kMaxStackBytes = 64 * 1024;
+// eu-stack on a hung worker: usually tens of ms; a thread in D state can make it wait forever.
+constexpr int64_t kNativeStackTimeoutNs = int64_t{10} * 1'000'000'000;
 
 enum class Outcome { kSucceeded, kRestart, kPreempted, kFatal };
 
@@ -750,7 +753,8 @@ class Supervisor {
   }
 
   // Asks every running worker for its Python stacks (SIGUSR1 -> faulthandler, registered by
-  // titan.client) and records them with the kernel's view (state, wait channel, kernel stack).
+  // titan.client) and records them with the kernel's view (state, wait channel, kernel stack)
+  // and the native frames of every thread (eu-stack; native_stack.h).
   void CaptureStacks() {
     std::map<int, int64_t> before;
     for (const Worker& w : workers_.workers()) {
@@ -782,12 +786,15 @@ class Supervisor {
       std::string wchan = ProcField(w.pid, "wchan");
       std::string kstack = ProcField(w.pid, "stack");
       if (kstack.size() > 4096) kstack.resize(4096);
+      const NativeStacks native = CaptureNativeStacks(w.pid, kNativeStackTimeoutNs);
       log_.Write("stack",
                  {{"rank", w.rank},
                   {"pid", w.pid},
                   {"state", std::string(1, ProcState(w.pid))},
                   {"wchan", wchan},
                   {"kernel_stack", kstack},
+                  {"native", native.ok ? json(native.text) : json(nullptr)},
+                  {"native_error", native.ok ? "" : native.text},
                   {"python", py.empty() ? json(nullptr) : json(py)},
                   {"note", py.empty() ? "no Python stack: is titan.client.init() called?" : ""}});
     }

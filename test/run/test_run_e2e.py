@@ -184,6 +184,10 @@ def test_hang_is_detected_within_its_bound_and_its_stack_is_logged(work, baselin
     stacks = [e for e in ev if e["type"] == "stack" and e["rank"] == 0]
     assert stacks and stacks[0]["python"], "no Python stack captured"
     assert "train_tiny_lm.py" in stacks[0]["python"]
+    # Native frames of every thread (eu-stack from elfutils, installed by bootstrap; CI is
+    # root, so ptrace is allowed): the interpreter's own frames are among them.
+    assert stacks[0]["native"], stacks[0]["native_error"]
+    assert "TID " in stacks[0]["native"] and "Py" in stacks[0]["native"], stacks[0]["native"]
     r = result(run_dir)
     assert r["param_sha256"] == baseline["param_sha256"]
     assert_no_survivors(run_dir)
