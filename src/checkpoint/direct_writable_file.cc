@@ -41,6 +41,7 @@ class DirectWritableFile final : public WritableFile {
   ~DirectWritableFile() override { Close().IgnoreError(); }
 
   Status Append(const void* data, size_t size_bytes) override {
+    TITAN_RETURN_IF_ERROR(Error());  // after a failed write nothing more is accepted
     const char* p = static_cast<const char*>(data);
     while (size_bytes > 0) {
       const size_t n = std::min(size_bytes, options_.buffer_bytes - fill_);

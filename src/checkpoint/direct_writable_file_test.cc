@@ -131,6 +131,7 @@ TEST_F(DirectWritableFileTest, WriteErrorIsReportedWithThePath) {
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
   EXPECT_NE(status.message().find(path), std::string::npos) << status.ToString();
+  EXPECT_FALSE(file->Append("x", 1).ok()) << "an append after a failed write was accepted";
   EXPECT_FALSE(file->Close().ok());
 }
 
