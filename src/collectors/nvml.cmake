@@ -1,6 +1,7 @@
 # The NVML (GPU) collector, included from CMakeLists.txt. Needs no CUDA toolkit: libnvidia-ml is
 # dlopen()ed at run time.
 add_library(titan_collector_nvml
+  frozen_counter.cc
   nvml_background.cc
   nvml_collector.cc
   nvml_loader.cc

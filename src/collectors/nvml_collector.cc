@@ -14,6 +14,7 @@
 #include "src/base/check.h"
 #include "src/base/clock.h"
 #include "src/base/log.h"
+#include "src/collectors/frozen_counter.h"
 #include "src/collectors/nvml_background.h"
 #include "src/collectors/nvml_device.h"
 #include "src/collectors/nvml_loader.h"
@@ -61,6 +62,8 @@ constexpr int64_t kMaxSampleFutureNs = 60 * kNsPerSecond;
 // The driver buffers a utilisation sample every ~1/6 s and a power sample every ~20 ms; a buffer
 // without a new sample for this long is dry (idle driver sampler, or none on this model).
 constexpr int64_t kSamplesDryNs = kNsPerSecond;
+// An energy counter unchanged this long while the GPU draws power means stale readings.
+constexpr int64_t kEnergyFrozenNs = 10 * kNsPerSecond;
 
 // Per GPU state only the sampling thread touches.
 struct DeviceState {
@@ -89,6 +92,8 @@ struct DeviceState {
   bool clock_events_known = false;
   unsigned long long clock_events = 0;
   int64_t clock_events_time_ns = 0;
+  // The energy counter, which must advance while the GPU draws power.
+  FrozenCounter energy_frozen{kEnergyFrozenNs};
 };
 
 bool DecodeSample(nvmlValueType_t type, const nvmlValue_t& value, double* out) {
@@ -146,6 +151,8 @@ class NvmlCollector final : public Collector {
   void CreateSeries(size_t i);
   void CollectDevice(size_t i, int64_t now_ns, Status* error);
   void CollectClockEvents(size_t i, int64_t now_ns, Status* error);
+  // Reports (once per episode) an energy counter that stopped while the GPU draws power.
+  void CheckEnergyAdvances(size_t i, int64_t now_ns, unsigned long long mj);
   // Records the driver's buffered samples newer than *last_seen_us, each at its own timestamp,
   // and advances the cursor. Returns how many new samples the buffer had.
   int DrainSamples(size_t i, nvmlSamplingType_t type, Reading reading, Series* series, double scale,
@@ -372,6 +379,7 @@ void NvmlCollector::CollectDevice(size_t i, int64_t now_ns, Status* error) {
   if (unsigned long long mj = 0;
       !s.off[kEnergy] && Check(i, kEnergy, fn.get_total_energy_consumption(handle, &mj), error)) {
     if (s.energy != nullptr) s.energy->SetCounter(now_ns, static_cast<double>(mj) / 1e3);
+    CheckEnergyAdvances(i, now_ns, mj);
   }
   for (auto [reading, type, series, what] :
        {std::tuple{kSmClock, NVML_CLOCK_SM, s.sm_clock, "SM clock"},
@@ -398,6 +406,26 @@ void NvmlCollector::CollectDevice(size_t i, int64_t now_ns, Status* error) {
       }
       if (series != nullptr) series->SetCounter(now_ns, static_cast<double>(count));
     }
+  }
+}
+
+void NvmlCollector::CheckEnergyAdvances(size_t i, int64_t now_ns, unsigned long long mj) {
+  DeviceState& s = states_[i];
+  const WindowStats power = s.power != nullptr ? s.power->Window(now_ns, 1) : WindowStats{};
+  const bool drawing = power.count > 0 && power.last >= 1.0;  // watts
+  switch (s.energy_frozen.Update(now_ns, static_cast<double>(mj), drawing)) {
+    case FrozenCounter::Change::kFroze:
+      Invalid(fmt::format(
+          "gpu {}: energy counter frozen at {} J for {:.0f} s while drawing {:.0f} W: the "
+          "driver's readings are stale (look for an XID error or a GPU that fell off the bus)",
+          devices_[i].gpu, mj / 1000, NsToSeconds(s.energy_frozen.frozen_for_ns(now_ns)),
+          power.last));
+      break;
+    case FrozenCounter::Change::kMovedAgain:
+      Log(LogLevel::kInfo, "nvml", "gpu {}: energy counter advances again", devices_[i].gpu);
+      break;
+    case FrozenCounter::Change::kNone:
+      break;
   }
 }
 

@@ -545,6 +545,41 @@ TEST_F(NvmlCollectorTest, EnergyAndEccCountersSurviveADriverReload) {
   EXPECT_DOUBLE_EQ(Last("titan_gpu_ecc_errors_total", 0, "corrected"), 6);
 }
 
+// A driver that keeps answering with the readings of the past (after an XID error): the energy
+// counter stops while the GPU reports 300 W. Said once per episode, naming the GPU.
+TEST_F(NvmlCollectorTest, AFrozenEnergyCounterWhileDrawingPowerIsReportedOnce) {
+  UseFake(TITAN_FAKE_NVML_FULL, 2);
+  auto collector = Make();
+  ASSERT_TRUE(collector->Init(ctx_).ok());
+  const int64_t t0 = WallNowNs();
+  auto frozen = [&] {
+    int n = 0;
+    for (const std::string& what : Invalid())
+      n += what.find("energy counter frozen") != std::string::npos;
+    return n;
+  };
+  for (int second = 0; second <= 12; ++second) {
+    fake_->Set(0, "energy_mj", 5'000'000);                     // stuck on gpu 0
+    fake_->Set(1, "energy_mj", 5'000'000 + second * 300'000);  // 300 W on gpu 1
+    ASSERT_TRUE(collector->Collect(t0 + second * kNsPerSecond).ok());
+    if (second < 10) {
+      EXPECT_EQ(frozen(), 0) << "reported after " << second << " s";
+    }
+  }
+  ASSERT_EQ(frozen(), 1) << ::testing::PrintToString(Invalid());
+  for (const std::string& what : Invalid()) {
+    if (what.find("energy counter frozen") == std::string::npos) continue;
+    EXPECT_NE(what.find("gpu 0: energy counter frozen at 5000 J"), std::string::npos) << what;
+    EXPECT_NE(what.find("while drawing 300 W"), std::string::npos) << what;
+  }
+  // An idle GPU (no power drawn) may keep its counter.
+  fake_->Set(1, "power_mw", 0);
+  for (int second = 13; second <= 30; ++second) {
+    ASSERT_TRUE(collector->Collect(t0 + second * kNsPerSecond).ok());
+  }
+  EXPECT_EQ(frozen(), 1);
+}
+
 TEST_F(NvmlCollectorTest, XidErrorsAreCountedPerGpuAndXid) {
   UseFake(TITAN_FAKE_NVML_FULL);
   auto collector = Make();
