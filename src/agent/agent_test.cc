@@ -143,6 +143,30 @@ TEST(CorrelatorTest, NamesTheSignalsAndEventsThatMovedTogether) {
   EXPECT_EQ(event.related.size(), 2u);
 }
 
+// A step faster than its baseline (a dip) is said as such, and a mark sent without a step
+// (step -1 on the wire) is shown without one.
+TEST(CorrelatorTest, AFastStepIsUnderItsBaselineAndMarksWithoutAStepShowNone) {
+  MetricRegistry registry;
+  EventLog log(10, 100);
+  Series* step = registry.GetOrCreate(kStep, {"2"}, 100 * kNsPerMs);
+  const int64_t dip = kT0 + 20 * kNsPerSecond;
+  log.AddAppEvent(MakeApp(wire::EventKind::kMark, 2, -1, dip - 5 * kNsPerMs));
+  log.AddAppEvent(MakeApp(wire::EventKind::kStepEnd, 2, 75, dip));
+  TransientEvent event;
+  event.detection.detector = "zscore";
+  event.detection.direction = "dip";
+  event.detection.start_ns = dip;
+  event.detection.end_ns = dip;
+  event.detection.peak = 0.102;
+  event.detection.baseline = 0.167;
+  event.detection.score = 3.7;
+  Correlator(registry, log).Explain(*step, &event);
+  EXPECT_THAT(event.summary, StartsWith("step 75 on rank 2 took 102 ms, 65 ms under its baseline "
+                                        "(3.7 sigma, zscore)"));
+  EXPECT_THAT(event.summary, HasSubstr("(rank 2) 5 ms before"));
+  EXPECT_THAT(event.summary, ::testing::Not(HasSubstr("step -1")));
+}
+
 TEST(FormatTest, UsesTheUnitInTheName) {
   EXPECT_EQ(FormatSignalValue("x_seconds", 0.24), "240 ms");
   EXPECT_EQ(FormatSignalValue("x_seconds", 12.5), "12.5 s");

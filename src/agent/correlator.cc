@@ -94,8 +94,12 @@ void Correlator::Explain(const Series& source, TransientEvent* event) const {
                                   ? fmt::format("step {} on rank {}", peak_step, rank)
                                   : fmt::format("steps {}-{} on rank {}: step {}", first_step,
                                                 last_step, rank, peak_step);
-    headline = fmt::format("{} took {}, {} over its baseline ({}, {})", which,
-                           FormatSignalValue(name, d.peak), delta_text, Sigma(d.score), d.detector);
+    // "+240 ms over its baseline" for a slow step, "65 ms under its baseline" for a fast one.
+    const std::string versus =
+        delta >= 0 ? fmt::format("{} over", delta_text)
+                   : fmt::format("{} under", FormatSignalValue(name, std::fabs(delta)));
+    headline = fmt::format("{} took {}, {} its baseline ({}, {})", which,
+                           FormatSignalValue(name, d.peak), versus, Sigma(d.score), d.detector);
   } else {
     headline = fmt::format("{} {} to {} ({} vs baseline {}, {}, {}, {} ms)", source.Key(),
                            d.direction, FormatSignalValue(name, d.peak), delta_text,
@@ -172,7 +176,10 @@ void Correlator::Explain(const Series& source, TransientEvent* event) const {
       what.append(e.name, strnlen(e.name, wire::kNameBytes));
       what += "'";
     }
-    app.push_back(fmt::format("{} (rank {}, step {}) {}", what, e.rank, e.step, when));
+    // Marks and other events sent without a step carry step -1: leave it out.
+    const std::string where = e.step >= 0 ? fmt::format("rank {}, step {}", e.rank, e.step)
+                                          : fmt::format("rank {}", e.rank);
+    app.push_back(fmt::format("{} ({}) {}", what, where, when));
     if (app.size() >= options_.max_related) break;
   }
 
