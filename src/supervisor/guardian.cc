@@ -18,7 +18,7 @@ namespace {
 constexpr int32_t kRelease = 0;
 
 // The guardian's whole life, after fork: async-signal-safe calls only, no allocation.
-[[noreturn]] void GuardianMain(int read_fd) {
+[[noreturn]] void GuardianMain(int read_fd, const char* cgroup_kill, const char* cgroup_dir) {
   ::setpgid(0, 0);
   struct sigaction ignore = {};
   ignore.sa_handler = SIG_IGN;
@@ -61,6 +61,15 @@ constexpr int32_t kRelease = 0;
     have = rest;
   }
   for (int g = 0; g < count; ++g) ::kill(-groups[g], SIGKILL);
+  if (cgroup_kill[0] != '\0') {
+    const int fd = ::open(cgroup_kill, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ssize_t n = ::write(fd, "1", 1);
+      (void)n;
+      ::close(fd);
+    }
+    for (int i = 0; i < 100 && ::rmdir(cgroup_dir) != 0 && errno == EBUSY; ++i) ::usleep(10'000);
+  }
   ::_exit(0);
 }
 
@@ -68,8 +77,10 @@ constexpr int32_t kRelease = 0;
 
 Guardian::~Guardian() { Release(); }
 
-Status Guardian::Start() {
+Status Guardian::Start(const std::string& cgroup_dir) {
   if (pid_ > 0) return OkStatus();
+  // Everything the child needs is made before fork: after it, no allocation.
+  const std::string cgroup_kill = cgroup_dir.empty() ? "" : cgroup_dir + "/cgroup.kill";
   // A stream socket pair rather than a pipe: a dead guardian makes send() fail with EPIPE
   // (MSG_NOSIGNAL) instead of raising SIGPIPE in titan run.
   int fds[2];
@@ -83,7 +94,7 @@ Status Guardian::Start() {
     ::close(fds[1]);
     return ErrnoError(e, "fork for the worker guardian");
   }
-  if (pid == 0) GuardianMain(fds[0]);
+  if (pid == 0) GuardianMain(fds[0], cgroup_kill.c_str(), cgroup_dir.c_str());
   ::close(fds[0]);
   pid_ = pid;
   write_fd_ = fds[1];

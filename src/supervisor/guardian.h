@@ -14,12 +14,15 @@
 // to titan run, which stops the workers itself and then calls Release()); it closes
 // every descriptor it inherited (so it never holds a caller's stdout pipe open), and uses only
 // async-signal-safe calls (it is forked from a multi-threaded process).
-// Limits: a grandchild that left the worker's process group (setsid) is not found; it watches at
-// most kMaxGroups groups at once (more are ignored, and Watch returns false).
+// Limits: without a job cgroup, a grandchild that left the worker's process group (setsid) is
+// not found; it watches at most kMaxGroups groups at once (more are ignored, and Watch returns
+// false).
 // Thread safety: not thread-safe; owned by one thread (WorkerGroup's).
 #pragma once
 
 #include <sys/types.h>
+
+#include <string>
 
 #include "src/base/status.h"
 
@@ -34,8 +37,10 @@ class Guardian {
   Guardian(const Guardian&) = delete;
   Guardian& operator=(const Guardian&) = delete;
 
-  // Forks the guardian process. Calling it again while one runs is a no-op.
-  Status Start();
+  // Forks the guardian process. Calling it again while one runs is a no-op. With a cgroup
+  // directory (JobCgroup), the guardian also kills everything in it (cgroup.kill) and removes
+  // it, which reaches processes that left their worker's process group.
+  Status Start(const std::string& cgroup_dir = "");
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
 

@@ -55,8 +55,20 @@ void WorkerGroup::PruneEmptyGroups() {
 
 Status WorkerGroup::Spawn(const WorkerSpec& spec) {
   if (spec.argv.empty()) return InvalidArgumentError("no command to run after '--'");
+  if (!cgroup_tried_) {
+    cgroup_tried_ = true;
+    auto cgroup = JobCgroup::Create();
+    if (cgroup.ok()) {
+      cgroup_ = std::move(cgroup).value();
+    } else {
+      Log(LogLevel::kInfo, "run",
+          "workers run without a cgroup of their own ({}); a process that leaves its worker's "
+          "process group (setsid) is not stopped with it",
+          cgroup.status().message());
+    }
+  }
   if (!guardian_.running()) {
-    Status started = guardian_.Start();
+    Status started = guardian_.Start(cgroup_.valid() ? cgroup_.dir() : std::string());
     if (!started.ok()) {
       Log(LogLevel::kWarning, "run",
           "{}: grandchildren of workers may outlive a SIGKILLed titan run", started.ToString());
@@ -66,6 +78,7 @@ Status WorkerGroup::Spawn(const WorkerSpec& spec) {
   std::vector<char*> argv;
   for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  const char* cgroup_procs = cgroup_.valid() ? cgroup_.procs_path().c_str() : nullptr;
   std::vector<char*> envp;
   for (const std::string& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
@@ -91,6 +104,7 @@ Status WorkerGroup::Spawn(const WorkerSpec& spec) {
   }
   if (pid == 0) {
     ::setpgid(0, 0);
+    if (cgroup_procs != nullptr) JobCgroup::JoinSelf(cgroup_procs);  // best effort
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
     sigset_t empty;
@@ -196,6 +210,10 @@ int WorkerGroup::Stop(int64_t grace_ns) {
   }
   for (size_t i = 0; i < workers_.size(); ++i) {
     if (workers_[i].stopped_by_titan) SignalGroup(i, SIGKILL);  // leftovers in the groups
+  }
+  // Processes that left their group (setsid) but not the job's cgroup.
+  if (Status s = cgroup_.Kill(); !s.ok()) {
+    Log(LogLevel::kWarning, "run", "killing the job's cgroup: {}", s.ToString());
   }
   WaitAll(int64_t{10} * kNsPerSecond);
   return killed;

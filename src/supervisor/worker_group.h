@@ -9,7 +9,10 @@
 //
 // A Guardian (guardian.h) watches every worker's process group, so that even a SIGKILLed
 // `titan run` leaves no grandchild of a worker behind; destroying the group kills what is left in
-// every group it started, including children of workers that exited.
+// every group it started, including children of workers that exited. Where a cgroup v2 directory
+// can be made (job_cgroup.h: root or delegation), every worker also runs in the job's cgroup,
+// and Stop(), destruction and the guardian kill the whole cgroup: that reaches processes that
+// left their process group (setsid) too.
 //
 // The caller must block SIGCHLD (and read it via signalfd or poll) and call Reap() to collect
 // exits. Reap() waits for any child (waitpid(-1)): the process should have no other children
@@ -25,6 +28,7 @@
 
 #include "src/base/status.h"
 #include "src/supervisor/guardian.h"
+#include "src/supervisor/job_cgroup.h"
 
 namespace titan::supervisor {
 
@@ -85,6 +89,8 @@ class WorkerGroup {
   void PruneEmptyGroups();
 
   std::vector<Worker> workers_;
+  JobCgroup cgroup_;  // invalid where cgroups are not available to us
+  bool cgroup_tried_ = false;
   Guardian guardian_;
   std::vector<pid_t> groups_;  // process groups started here that may still have members
 };

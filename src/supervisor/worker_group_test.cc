@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "src/base/clock.h"
@@ -148,6 +150,48 @@ TEST_F(WorkerGroupTest, LeftoversOfAnExitedWorkerAreKilledAtTheEnd) {
     EXPECT_EQ(LiveInGroup(pgid), 1);  // the sleep outlived its shell
   }
   EXPECT_TRUE(GroupEmptiesWithin5s(pgid));
+}
+
+bool Alive(pid_t pid) {
+  auto stat = Env::ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat.ok()) return false;
+  const size_t close = stat->rfind(')');
+  return close != std::string::npos && stat->size() > close + 2 && (*stat)[close + 2] != 'Z';
+}
+
+// A worker's child that called setsid() is in no worker's process group: only the job's cgroup
+// reaches it when titan run is SIGKILLed (needs a cgroup of our own: root, as on CI).
+TEST_F(WorkerGroupTest, AChildThatLeftTheGroupDiesWithASigkilledOwnerThroughTheCgroup) {
+  if (auto probe = JobCgroup::Create(); !probe.ok()) {
+    GTEST_SKIP() << "no cgroup of our own here (" << probe.status().ToString()
+                 << "); CI runs as root with cgroup v2";
+  }
+  const std::string pidfile = "/tmp/titan-setsid-" + std::to_string(getpid());
+  unlink(pidfile.c_str());
+  pid_t owner = fork();
+  ASSERT_GE(owner, 0);
+  if (owner == 0) {
+    auto* g = new WorkerGroup();  // never destroyed: the owner dies holding it
+    const std::string script = "setsid sleep 300 & echo $! > " + pidfile + ".tmp && mv " + pidfile +
+                               ".tmp " + pidfile + "; wait";
+    if (!g->Spawn({0, 0, {"sh", "-c", script}, Environ(), ""}).ok()) _exit(1);
+    pause();
+    _exit(0);
+  }
+  pid_t escaped = 0;
+  for (int i = 0; i < 500 && escaped == 0; ++i) {
+    std::ifstream in(pidfile);
+    if (!(in >> escaped)) escaped = 0;
+    if (escaped == 0) usleep(10'000);
+  }
+  unlink(pidfile.c_str());
+  ASSERT_GT(escaped, 0) << "the worker never started its setsid child";
+  ASSERT_TRUE(Alive(escaped));
+  kill(owner, SIGKILL);
+  ASSERT_EQ(waitpid(owner, nullptr, 0), owner);
+  for (int i = 0; i < 500 && Alive(escaped); ++i) usleep(10'000);
+  EXPECT_FALSE(Alive(escaped)) << "setsid child " << escaped << " outlived a SIGKILLed owner";
+  if (Alive(escaped)) kill(escaped, SIGKILL);
 }
 
 TEST(GuardianTest, ReleaseKillsNothing) {

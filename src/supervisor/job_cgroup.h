@@ -1,0 +1,49 @@
+// JobCgroup: a cgroup v2 directory that holds every worker of one `titan run`, so that stopping
+// the job also reaches processes that left their worker's process group (a `setsid` daemon, a
+// double fork): writing "1" to its cgroup.kill SIGKILLs everything inside at once (Linux 5.14+).
+//
+// Created as a child of titan run's own cgroup: <cgroup2 mount><path from /proc/self/cgroup>/
+// titan-run-<pid>-<n> (n counts the JobCgroups of this process, so two never share one). That needs
+// write access there: root, or a delegated subtree (a systemd unit with Delegate=yes). Where it is
+// missing (or there is no cgroup v2 hierarchy, or no cgroup.kill), Create() returns an error that
+// says why and titan run keeps to process groups (WorkerGroup logs it once). A worker joins between
+// fork and exec by writing "0" to procs_path() (JoinSelf, async-signal- safe). Thread safety: none;
+// owned by WorkerGroup's thread.
+#pragma once
+
+#include <string>
+
+#include "src/base/status.h"
+
+namespace titan::supervisor {
+
+class JobCgroup {
+ public:
+  // Makes the directory. `mountinfo` and `self_cgroup` are the texts of /proc/self/mountinfo and
+  // /proc/self/cgroup (parameters for tests; Create() reads the real ones).
+  static Result<JobCgroup> Create();
+  static Result<std::string> DirectoryFor(const std::string& mountinfo,
+                                          const std::string& self_cgroup, const std::string& name);
+
+  JobCgroup() = default;
+  JobCgroup(JobCgroup&& other) noexcept { *this = std::move(other); }
+  JobCgroup& operator=(JobCgroup&& other) noexcept;
+  ~JobCgroup();  // Kill() and Remove()
+
+  bool valid() const { return !dir_.empty(); }
+  const std::string& dir() const { return dir_; }
+  const std::string& procs_path() const { return procs_path_; }
+  const std::string& kill_path() const { return kill_path_; }
+
+  // In a forked child before exec: moves the calling process into the cgroup. Async-signal-safe.
+  static bool JoinSelf(const char* procs_path);
+  // SIGKILLs every process in the cgroup.
+  Status Kill() const;
+  // Removes the directory once it is empty (waits up to ~1 s for killed processes to go).
+  void Remove();
+
+ private:
+  std::string dir_, procs_path_, kill_path_;
+};
+
+}  // namespace titan::supervisor
