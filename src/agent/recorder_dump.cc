@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "src/base/csv.h"
+
 namespace titan {
 namespace {
 
@@ -46,6 +48,20 @@ void AppendSlice(int pid, int64_t tid, std::string_view name, int64_t start_ns, 
                  args_json);
 }
 
+// Calls fn(key, points) for every series whose key contains request.match, with its recorded
+// points in [from_ns, to_ns] (oldest first).
+template <typename Fn>
+void ForEachRecordedSeries(const MetricRegistry& registry, const DumpRequest& request, Fn fn) {
+  std::vector<RecordedPoint> points;
+  for (const Series* series : registry.AllSeries()) {
+    const std::string key = series->Key();
+    if (!request.match.empty() && key.find(request.match) == std::string::npos) continue;
+    points.clear();
+    series->RecorderRange(request.from_ns, request.to_ns, &points);
+    fn(key, points);
+  }
+}
+
 }  // namespace
 
 void RenderPerfettoDump(const MetricRegistry& registry, const EventLog& log,
@@ -57,12 +73,7 @@ void RenderPerfettoDump(const MetricRegistry& registry, const EventLog& log,
   AppendMetadata(kRanksPid, 0, "process_name", "training ranks", out);
   AppendMetadata(kTransientsPid, 0, "process_name", "titan transients", out);
 
-  std::vector<RecordedPoint> points;
-  for (const Series* series : registry.AllSeries()) {
-    const std::string key = series->Key();
-    if (!request.match.empty() && key.find(request.match) == std::string::npos) continue;
-    points.clear();
-    series->RecorderRange(request.from_ns, request.to_ns, &points);
+  ForEachRecordedSeries(registry, request, [&](const std::string& key, const auto& points) {
     const std::string name = JsonString(key);
     for (const RecordedPoint& p : points) {
       fmt::format_to(std::back_inserter(*out),
@@ -70,7 +81,7 @@ void RenderPerfettoDump(const MetricRegistry& registry, const EventLog& log,
                      "\"args\":{{\"value\":{}}}}}",
                      name, Micros(p.time_ns), FormatNumber(p.value));
     }
-  }
+  });
 
   // Steps and checkpoints as slices per rank; marks as instants.
   std::map<int32_t, std::pair<int64_t, int64_t>> open_steps;        // rank -> (step, begin)
@@ -131,24 +142,13 @@ void RenderPerfettoDump(const MetricRegistry& registry, const EventLog& log,
 
 void RenderCsvDump(const MetricRegistry& registry, const DumpRequest& request, std::string* out) {
   out->append("time_ns,series,value\n");
-  std::vector<RecordedPoint> points;
-  for (const Series* series : registry.AllSeries()) {
-    const std::string key = series->Key();
-    if (!request.match.empty() && key.find(request.match) == std::string::npos) continue;
-    points.clear();
-    series->RecorderRange(request.from_ns, request.to_ns, &points);
-    // RFC 4180 quoting: keys contain commas and quotes.
-    std::string quoted = "\"";
-    for (char c : key) {
-      if (c == '"') quoted += '"';
-      quoted += c;
-    }
-    quoted += '"';
+  ForEachRecordedSeries(registry, request, [&](const std::string& key, const auto& points) {
+    const std::string field = CsvField(key);  // keys hold commas and quotes
     for (const RecordedPoint& p : points) {
-      fmt::format_to(std::back_inserter(*out), "{},{},{}\n", p.time_ns, quoted,
+      fmt::format_to(std::back_inserter(*out), "{},{},{}\n", p.time_ns, field,
                      FormatNumber(p.value));
     }
-  }
+  });
 }
 
 Status WritePerfettoDump(const MetricRegistry& registry, const EventLog& log,

@@ -43,8 +43,9 @@ constexpr size_t kMaxQueuedEvents = 65536;
 constexpr int64_t kTickNs = 20 * kNsPerMs;
 constexpr int64_t kSlowPeriodNs = 20 * kNsPerMs;
 constexpr size_t kMaxStackBytes = 64 * 1024;
-// eu-stack on a hung worker: usually tens of ms; a thread in D state can make it wait forever.
-constexpr int64_t kNativeStackTimeoutNs = int64_t{10} * 1'000'000'000;
+// eu-stack on the hung workers: usually tens of ms each; a thread in D state can make one wait
+// forever. One budget for all the workers of a hang, so recovery waits for it at most once.
+constexpr int64_t kNativeStackBudgetNs = int64_t{10} * 1'000'000'000;
 
 enum class Outcome { kSucceeded, kRestart, kPreempted, kFatal };
 
@@ -780,13 +781,19 @@ class Supervisor {
       stable_rounds = changed ? 0 : stable_rounds + 1;
       if (all_grew && stable_rounds >= 2) break;
     }
+    const int64_t native_deadline = MonoNowNs() + kNativeStackBudgetNs;
     for (const Worker& w : workers_.workers()) {
       if (!before.count(w.rank)) continue;
       std::string py = ReadFrom(StackFile(w.rank), before[w.rank], kMaxStackBytes);
       std::string wchan = ProcField(w.pid, "wchan");
       std::string kstack = ProcField(w.pid, "stack");
       if (kstack.size() > 4096) kstack.resize(4096);
-      const NativeStacks native = CaptureNativeStacks(w.pid, kNativeStackTimeoutNs);
+      const int64_t native_left = native_deadline - MonoNowNs();
+      const NativeStacks native = native_left > 0
+                                      ? CaptureNativeStacks(w.pid, native_left)
+                                      : NativeStacks{false,
+                                                     "not taken: the 10 s budget for native stacks "
+                                                     "went to the ranks before this one"};
       log_.Write("stack",
                  {{"rank", w.rank},
                   {"pid", w.pid},

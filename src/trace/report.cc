@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "src/base/csv.h"
 #include "src/trace/analyses/hta_compat.h"
 
 namespace titan::trace {
@@ -23,16 +24,6 @@ std::string Pct(int64_t part, int64_t whole) {
 std::string Short(std::string_view s, size_t n = 70) {
   if (s.size() <= n) return std::string(s);
   return std::string(s.substr(0, n - 3)) + "...";
-}
-
-std::string CsvField(std::string_view s) {
-  if (s.find_first_of(",\"\n") == std::string_view::npos) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 void PrintHta(const AnalysisResult& r, FILE* out) {

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/csv.h"
 #include "src/trace/analyses/kernel_class.h"
 
 namespace titan::trace {
@@ -456,16 +457,6 @@ std::vector<HtaKernelTypeRow> HtaKernelTypeTable(const std::vector<HtaRankResult
 }
 
 namespace {
-
-std::string CsvField(std::string_view s) {
-  if (s.find_first_of(",\"\n") == std::string_view::npos) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 const char* kIdleCategory[] = {"host_wait", "kernel_wait", "other"};
 
