@@ -12,6 +12,7 @@
 #include "src/agent/http_server.h"
 #include "src/agent/live_view.h"
 #include "src/base/clock.h"
+#include "src/base/duration.h"
 #include "src/base/log.h"
 #include "src/client/wire.h"
 #include "tools/titan/commands.h"

@@ -220,19 +220,6 @@ TEST(RecorderDumpTest, PerfettoJsonHasCountersSlicesAndTransients) {
             "1700000000223456789,\"titan_gpu_utilization_ratio{gpu=\"\"0\"\"}\",0.25\n");
 }
 
-TEST(DurationTest, ParsesUnits) {
-  int64_t ns = 0;
-  ASSERT_TRUE(ParseDurationNs("100ms", &ns));
-  EXPECT_EQ(ns, 100 * kNsPerMs);
-  ASSERT_TRUE(ParseDurationNs("2m", &ns));
-  EXPECT_EQ(ns, 120 * kNsPerSecond);
-  ASSERT_TRUE(ParseDurationNs("15", &ns));
-  EXPECT_EQ(ns, 15 * kNsPerSecond);
-  EXPECT_FALSE(ParseDurationNs("-1s", &ns));
-  EXPECT_FALSE(ParseDurationNs("fast", &ns));
-  EXPECT_FALSE(ParseDurationNs("1e300h", &ns));
-}
-
 class AgentTest : public ::testing::Test {
  protected:
   AgentOptions Options() {

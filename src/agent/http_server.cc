@@ -14,6 +14,7 @@
 #include "src/agent/agent.h"
 #include "src/agent/recorder_dump.h"
 #include "src/base/clock.h"
+#include "src/base/duration.h"
 #include "src/base/text.h"
 #include "src/metrics/exposition.h"
 
@@ -55,27 +56,6 @@ void BadRequest(httplib::Response& res, const std::string& message) {
 }
 
 }  // namespace
-
-bool ParseDurationNs(std::string_view text, int64_t* out_ns) {
-  struct Unit {
-    std::string_view suffix;
-    double ns;
-  };
-  static constexpr Unit kUnits[] = {{"ms", 1e6}, {"us", 1e3}, {"ns", 1},
-                                    {"s", 1e9},  {"m", 60e9}, {"h", 3600e9}};
-  double scale = 1e9;
-  for (const Unit& unit : kUnits) {
-    if (text.size() > unit.suffix.size() && text.ends_with(unit.suffix)) {
-      text.remove_suffix(unit.suffix.size());
-      scale = unit.ns;
-      break;
-    }
-  }
-  double value = 0;
-  if (!ParseDouble(text, &value) || value <= 0 || value * scale > 9.2e18) return false;
-  *out_ns = static_cast<int64_t>(value * scale);
-  return *out_ns > 0;
-}
 
 HttpServer::HttpServer(Agent* agent)
     : agent_(agent), server_(std::make_unique<httplib::Server>()) {}

@@ -45,8 +45,4 @@ class HttpServer {
   int port_ = 0;
 };
 
-// Parses "60s", "500ms", "2m", "1h" or a bare number of seconds into ns. False if malformed or
-// not positive.
-bool ParseDurationNs(std::string_view text, int64_t* out_ns);
-
 }  // namespace titan

@@ -1,0 +1,225 @@
+#include "src/http/client.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+
+#include "src/base/clock.h"
+#include "src/base/text.h"
+
+namespace titan::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using asio::ip::tcp;
+
+namespace {
+constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
+constexpr size_t kReadPiece = 16 << 10;
+constexpr uint32_t kMaxResponseHead = 64 << 10;
+
+ClientError Classify(const beast::error_code& ec) {
+  if (ec == beast::error::timeout) return ClientError::kTimeout;
+  if (ec == asio::error::eof || ec == asio::error::connection_reset ||
+      ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
+      ec == asio::error::broken_pipe || ec == asio::error::operation_aborted ||
+      ec == asio::error::bad_descriptor) {
+    return ClientError::kClosed;
+  }
+  if (ec.category() == beast::error_code(bhttp::error::end_of_stream).category()) {
+    return ClientError::kMalformed;
+  }
+  return ClientError::kClosed;
+}
+
+std::chrono::steady_clock::time_point ToSteady(int64_t mono_ns) {
+  // MonoNowNs is CLOCK_MONOTONIC, as is steady_clock on Linux.
+  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(mono_ns));
+}
+}  // namespace
+
+std::string Url::ToString() const { return fmt::format("http://{}:{}{}", host, port, path); }
+
+Result<Url> ParseUrl(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return InvalidArgumentError(fmt::format(
+        "bad URL '{}': {}; expected http://HOST[:PORT][/PATH], e.g. http://127.0.0.1:8000", text,
+        why));
+  };
+  std::string_view rest = text;
+  if (rest.starts_with("https://")) return bad("https is not supported (no TLS in titan)");
+  if (!rest.starts_with("http://")) return bad("it must start with http://");
+  rest.remove_prefix(7);
+  size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  Url url;
+  url.path = slash == std::string_view::npos ? "" : std::string(rest.substr(slash));
+  while (!url.path.empty() && url.path.back() == '/') url.path.pop_back();
+  if (authority.empty()) return bad("no host");
+  std::string_view host = authority;
+  std::string_view port;
+  if (authority.front() == '[') {  // [::1]:8000
+    size_t close = authority.find(']');
+    if (close == std::string_view::npos) return bad("unclosed '['");
+    host = authority.substr(1, close - 1);
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return bad("expected ':' after ']'");
+      port = after.substr(1);
+    }
+  } else if (size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  if (host.empty()) return bad("no host");
+  url.host = std::string(host);
+  if (!port.empty()) {
+    int64_t p = 0;
+    if (!ParseInt64(port, &p) || p < 1 || p > 65535) return bad("the port must be 1..65535");
+    url.port = static_cast<int>(p);
+  }
+  return url;
+}
+
+Result<tcp::endpoint> Resolve(const Url& url) {
+  asio::io_context context;
+  tcp::resolver resolver(context);
+  beast::error_code ec;
+  auto results = resolver.resolve(url.host, std::to_string(url.port), ec);
+  if (ec || results.empty()) {
+    return UnavailableError(
+        fmt::format("cannot resolve '{}': {}", url.host, ec ? ec.message() : "no address"));
+  }
+  for (const auto& entry : results) {
+    if (entry.endpoint().address().is_v4()) return entry.endpoint();
+  }
+  return results.begin()->endpoint();
+}
+
+std::string_view ClientErrorName(ClientError error) {
+  switch (error) {
+    case ClientError::kNone:
+      return "none";
+    case ClientError::kConnect:
+      return "connect";
+    case ClientError::kTimeout:
+      return "timeout";
+    case ClientError::kClosed:
+      return "closed";
+    case ClientError::kMalformed:
+      return "malformed";
+    case ClientError::kAborted:
+      return "aborted";
+  }
+  return "unknown";
+}
+
+struct ClientConnection::State {
+  explicit State(asio::any_io_executor executor) : stream(std::move(executor)) {}
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  bool open = false;
+  char piece[kReadPiece];
+};
+
+ClientConnection::ClientConnection(asio::any_io_executor executor)
+    : state_(std::make_unique<State>(std::move(executor))) {}
+
+ClientConnection::~ClientConnection() = default;
+
+bool ClientConnection::is_open() const { return state_->open; }
+
+void ClientConnection::Close() {
+  state_->open = false;
+  beast::error_code ignored;
+  state_->stream.socket().close(ignored);
+}
+
+asio::awaitable<ClientResult> ClientConnection::Connect(const tcp::endpoint& endpoint,
+                                                        int64_t timeout_ns) {
+  State& s = *state_;
+  s.stream.expires_after(std::chrono::nanoseconds(timeout_ns));
+  auto [ec] = co_await s.stream.async_connect(endpoint, kNoThrow);
+  if (ec) {
+    Close();
+    co_return ClientResult{ClientError::kConnect, 0,
+                           fmt::format("connect to {}:{}: {}", endpoint.address().to_string(),
+                                       endpoint.port(), ec.message())};
+  }
+  s.stream.socket().set_option(tcp::no_delay(true));
+  s.buffer.clear();
+  s.open = true;
+  co_return ClientResult{};
+}
+
+asio::awaitable<ClientResult> ClientConnection::Send(const OutgoingRequest& request,
+                                                     ResponseObserver& observer,
+                                                     int64_t deadline_mono_ns) {
+  State& s = *state_;
+  ClientResult result;
+  auto fail = [&](ClientError error, std::string message) {
+    Close();
+    result.error = error;
+    result.message = std::move(message);
+    return result;
+  };
+  if (!s.open) co_return fail(ClientError::kClosed, "the connection is not open");
+
+  bhttp::request<bhttp::string_body> message{bhttp::string_to_verb(request.method), request.target,
+                                             11};
+  if (message.method() == bhttp::verb::unknown) message.method_string(request.method);
+  message.set(bhttp::field::host, request.host);
+  message.set(bhttp::field::user_agent, "titan");
+  for (const Header& h : request.headers) message.set(h.name, h.value);
+  message.body() = request.body;
+  message.keep_alive(true);
+  message.prepare_payload();
+
+  s.stream.expires_at(ToSteady(deadline_mono_ns));
+  {
+    auto [ec, n] = co_await bhttp::async_write(s.stream, message, kNoThrow);
+    if (ec) co_return fail(Classify(ec), fmt::format("sending the request: {}", ec.message()));
+  }
+  bhttp::response_parser<bhttp::buffer_body> parser;
+  parser.header_limit(kMaxResponseHead);
+  parser.body_limit(boost::none);  // the observer bounds what it keeps
+  {
+    auto [ec, n] = co_await bhttp::async_read_header(s.stream, s.buffer, parser, kNoThrow);
+    if (ec) {
+      ClientError error = Classify(ec);
+      if (ec == bhttp::error::header_limit) error = ClientError::kMalformed;
+      co_return fail(error, fmt::format("reading the response head: {}", ec.message()));
+    }
+  }
+  const auto& head = parser.get();
+  result.status = static_cast<int>(head.result_int());
+  Headers headers;
+  for (const auto& field : head) {
+    headers.push_back({std::string(field.name_string()), std::string(field.value())});
+  }
+  observer.OnHead(result.status, headers, MonoNowNs());
+  const bool keep_alive = head.keep_alive();
+  while (!parser.is_done()) {
+    parser.get().body().data = s.piece;
+    parser.get().body().size = sizeof s.piece;
+    auto [ec, n] = co_await bhttp::async_read_some(s.stream, s.buffer, parser, kNoThrow);
+    size_t got = sizeof s.piece - parser.get().body().size;
+    if (got > 0 && !observer.OnBody(std::string_view(s.piece, got), MonoNowNs())) {
+      co_return fail(ClientError::kAborted, "aborted by the reader");
+    }
+    if (ec == bhttp::error::need_buffer) continue;
+    if (ec) {
+      co_return fail(Classify(ec), fmt::format("reading the response body: {}", ec.message()));
+    }
+  }
+  if (!keep_alive) Close();
+  co_return result;
+}
+
+}  // namespace titan::http

@@ -1,0 +1,100 @@
+// titan's HTTP/1.1 client connection (Boost.Asio + Boost.Beast, C++20 coroutines), used by
+// titan load, the gateway's upstream side and metric scrapers.
+//
+// A ClientConnection is one TCP connection that sends one request at a time and can be reused
+// (keep-alive) while is_open(). The response body is handed to a ResponseObserver piece by
+// piece as it arrives (chunked encoding removed), each with the monotonic time it was read, so
+// a caller can time the first byte and every SSE chunk. Nothing of the body is kept here.
+//
+// Thread safety: a connection belongs to the io_context thread its executor runs on; call it
+// only from coroutines on that executor.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "src/base/status.h"
+#include "src/http/message.h"
+
+namespace titan::http {
+
+// "http://host:port/prefix" split into parts. Only http:// is supported (no TLS).
+struct Url {
+  std::string host;
+  int port = 80;
+  std::string path;  // without a trailing '/', "" for the root
+  std::string ToString() const;
+};
+// Errors name the URL and the accepted form.
+Result<Url> ParseUrl(std::string_view text);
+
+// Resolves `url`'s host once (blocking; call at start-up). IPv4 first.
+Result<boost::asio::ip::tcp::endpoint> Resolve(const Url& url);
+
+// Why an exchange failed, coarse enough to count by.
+enum class ClientError {
+  kNone = 0,
+  kConnect,    // refused, unreachable, or no answer to the connect in time
+  kTimeout,    // no complete answer within the deadline
+  kClosed,     // the server closed or reset the connection before the response ended
+  kMalformed,  // the response is not valid HTTP/1.1 (or its head is over the limit)
+  kAborted,    // the observer asked to stop
+};
+std::string_view ClientErrorName(ClientError error);
+
+struct ClientResult {
+  ClientError error = ClientError::kNone;
+  int status = 0;       // HTTP status when the head arrived, else 0
+  std::string message;  // what failed, for logs; empty on success
+  bool ok() const { return error == ClientError::kNone; }
+};
+
+class ResponseObserver {
+ public:
+  virtual ~ResponseObserver() = default;
+  // The response head arrived (status and headers) at monotonic `now_ns`.
+  virtual void OnHead(int status, const Headers& headers, int64_t now_ns) {}
+  // A piece of the body arrived. Return false to abort the exchange (kAborted; the connection
+  // is closed).
+  virtual bool OnBody(std::string_view data, int64_t now_ns) = 0;
+};
+
+struct OutgoingRequest {
+  std::string method = "POST";
+  std::string target;  // "/v1/completions"
+  std::string host;    // Host header
+  Headers headers;     // extra headers (Content-Type, Authorization, ...)
+  std::string body;
+};
+
+class ClientConnection {
+ public:
+  explicit ClientConnection(boost::asio::any_io_executor executor);
+  ~ClientConnection();
+  ClientConnection(const ClientConnection&) = delete;
+  ClientConnection& operator=(const ClientConnection&) = delete;
+
+  // Connects within `timeout_ns`.
+  boost::asio::awaitable<ClientResult> Connect(const boost::asio::ip::tcp::endpoint& endpoint,
+                                               int64_t timeout_ns);
+  // Sends `request` and reads the whole response within `deadline_mono_ns` (absolute
+  // monotonic time), feeding the body to `observer`. On success the connection stays open
+  // when the server allows keep-alive.
+  boost::asio::awaitable<ClientResult> Send(const OutgoingRequest& request,
+                                            ResponseObserver& observer, int64_t deadline_mono_ns);
+  bool is_open() const;
+  // Closes the socket; a Send in progress ends with an error.
+  void Close();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace titan::http

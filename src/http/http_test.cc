@@ -1,0 +1,269 @@
+// The HTTP server and client against each other over real loopback sockets.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include "src/base/clock.h"
+#include "src/http/client.h"
+#include "src/http/server.h"
+
+namespace titan::http {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+struct Collect : ResponseObserver {
+  int status = 0;
+  std::string body;
+  int pieces = 0;
+  void OnHead(int s, const Headers&, int64_t) override { status = s; }
+  bool OnBody(std::string_view data, int64_t) override {
+    body.append(data);
+    ++pieces;
+    return true;
+  }
+};
+
+asio::awaitable<void> TestHandler(Exchange& ex) {
+  const Request& r = ex.request();
+  if (r.path() == "/echo") {
+    co_await ex.Respond(200, "text/plain", r.method + " " + r.body);
+  } else if (r.path() == "/stream") {
+    co_await ex.BeginStream(200, "text/event-stream");
+    for (int i = 0; i < 5; ++i) {
+      asio::steady_timer t(ex.executor(), std::chrono::milliseconds(5));
+      co_await t.async_wait(asio::use_awaitable);
+      std::string event = "data: " + std::to_string(i) + "\n\n";
+      if (!co_await ex.Write(event)) co_return;
+    }
+    co_await ex.EndStream();
+  } else if (r.path() == "/hang") {
+    asio::steady_timer t(ex.executor(), std::chrono::seconds(30));
+    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+  } else if (r.path() == "/silent") {
+    co_return;  // no response: the server sends 500
+  } else {
+    std::string error = JsonError("no such path", "not_found", 404);
+    co_await ex.Respond(404, "application/json", std::move(error));
+  }
+}
+
+std::unique_ptr<Server> StartServer(ServerOptions options = {}) {
+  auto server = Server::Start(options, TestHandler);
+  EXPECT_TRUE(server.ok()) << server.status().ToString();
+  return std::move(server).value();
+}
+
+// Runs `body(connection)` on a fresh io_context and returns its result.
+template <typename F>
+auto RunClient(F body) {
+  asio::io_context context;
+  auto future = asio::co_spawn(context, body(context.get_executor()), asio::use_future);
+  context.run();
+  return future.get();
+}
+
+tcp::endpoint Local(int port) { return {asio::ip::make_address("127.0.0.1"), (uint16_t)port}; }
+
+int64_t In(int64_t ms) { return MonoNowNs() + ms * kNsPerMs; }
+
+TEST(HttpTest, RequestsReuseOneKeepAliveConnection) {
+  auto server = StartServer();
+  auto results = RunClient([&](asio::any_io_executor ex) -> asio::awaitable<std::string> {
+    ClientConnection c(ex);
+    ClientResult r = co_await c.Connect(Local(server->port()), kNsPerSecond);
+    EXPECT_TRUE(r.ok()) << r.message;
+    std::string all;
+    for (int i = 0; i < 3; ++i) {
+      Collect got;
+      OutgoingRequest req{"POST", "/echo", "127.0.0.1", {}, "hi" + std::to_string(i)};
+      r = co_await c.Send(req, got, In(2000));
+      EXPECT_TRUE(r.ok()) << r.message;
+      EXPECT_EQ(r.status, 200);
+      EXPECT_TRUE(c.is_open());
+      all += got.body + ";";
+    }
+    co_return all;
+  });
+  EXPECT_EQ(results, "POST hi0;POST hi1;POST hi2;");
+  EXPECT_EQ(server->stats().connections_accepted, 1u);
+  EXPECT_EQ(server->stats().requests, 3u);
+}
+
+TEST(HttpTest, StreamedChunksArriveAsTheyAreWritten) {
+  auto server = StartServer();
+  Collect got = RunClient([&](asio::any_io_executor ex) -> asio::awaitable<Collect> {
+    ClientConnection c(ex);
+    co_await c.Connect(Local(server->port()), kNsPerSecond);
+    Collect got;
+    OutgoingRequest req{"GET", "/stream", "x", {}, ""};
+    ClientResult r = co_await c.Send(req, got, In(5000));
+    EXPECT_TRUE(r.ok()) << r.message;
+    co_return got;
+  });
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.body, "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\n");
+  EXPECT_EQ(got.pieces, 5);  // 5 ms apart: each chunk is its own read, none buffered
+}
+
+TEST(HttpTest, LimitsAnswerWithTheRightStatus) {
+  ServerOptions options;
+  options.max_body_bytes = 1000;
+  options.max_header_bytes = 2000;
+  auto server = StartServer(options);
+  auto statuses = RunClient([&](asio::any_io_executor ex) -> asio::awaitable<std::vector<int>> {
+    std::vector<int> out;
+    for (int which = 0; which < 4; ++which) {
+      ClientConnection c(ex);
+      co_await c.Connect(Local(server->port()), kNsPerSecond);
+      OutgoingRequest req{"POST", "/echo", "x", {}, "ok"};
+      if (which == 0) req.body = std::string(5000, 'b');
+      if (which == 1) req.headers.push_back({"X-Big", std::string(5000, 'h')});
+      if (which == 2) req.target = "/nowhere";
+      if (which == 3) req.target = "/silent";
+      Collect got;
+      ClientResult r = co_await c.Send(req, got, In(2000));
+      out.push_back(r.status);
+    }
+    co_return out;
+  });
+  EXPECT_EQ(statuses, (std::vector<int>{413, 431, 404, 500}));
+  EXPECT_EQ(server->stats().bad_requests, 2u);
+}
+
+TEST(HttpTest, SlowlorisConnectionIsClosedAndOthersAreServed) {
+  ServerOptions options;
+  options.request_timeout_ns = 300 * kNsPerMs;
+  auto server = StartServer(options);
+  // A raw client that sends half a request head and then trickles.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(server->port());
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_GT(write(fd, "GET /echo HTTP/1.1\r\nX-A: 1\r\n", 28), 0);
+  // Meanwhile a normal request is answered.
+  std::string body = RunClient([&](asio::any_io_executor ex) -> asio::awaitable<std::string> {
+    ClientConnection c(ex);
+    co_await c.Connect(Local(server->port()), kNsPerSecond);
+    Collect got;
+    OutgoingRequest req{"POST", "/echo", "x", {}, "fine"};
+    co_await c.Send(req, got, In(2000));
+    co_return got.body;
+  });
+  EXPECT_EQ(body, "POST fine");
+  // The slow one is closed once its time is up: end of file, no answer.
+  timeval limit{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  char buf[512];
+  ssize_t n = read(fd, buf, sizeof buf);
+  close(fd);
+  EXPECT_EQ(n, 0) << "expected the server to close the connection";
+  EXPECT_EQ(server->stats().bad_requests, 1u);
+}
+
+TEST(HttpTest, ConnectionsOverTheCapGet503) {
+  ServerOptions options;
+  options.max_connections = 2;
+  auto server = StartServer(options);
+  auto statuses = RunClient([&](asio::any_io_executor ex) -> asio::awaitable<std::vector<int>> {
+    std::vector<std::unique_ptr<ClientConnection>> held;
+    std::vector<int> out;
+    for (int i = 0; i < 3; ++i) {
+      held.push_back(std::make_unique<ClientConnection>(ex));
+      co_await held.back()->Connect(Local(server->port()), kNsPerSecond);
+      Collect got;
+      OutgoingRequest req{"POST", "/echo", "x", {}, "."};
+      ClientResult r = co_await held.back()->Send(req, got, In(2000));
+      out.push_back(r.status);
+    }
+    co_return out;
+  });
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200, 503}));
+  EXPECT_EQ(server->stats().connections_refused, 1u);
+}
+
+TEST(HttpTest, ASecondServerOnATakenPortFails) {
+  auto first = StartServer();
+  ServerOptions options;
+  options.port = first->port();
+  auto second = Server::Start(options, TestHandler);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(second.status().message().find("pick another port"), std::string_view::npos);
+}
+
+TEST(HttpTest, ClientErrorsAreClassified) {
+  auto server = StartServer();
+  int closed_port = 0;
+  {
+    auto gone = StartServer();
+    closed_port = gone->port();
+  }
+  auto errors = RunClient([&](asio::any_io_executor ex) -> asio::awaitable<std::vector<int>> {
+    std::vector<int> out;
+    ClientConnection refused(ex);
+    ClientResult refusal = co_await refused.Connect(Local(closed_port), kNsPerSecond);
+    out.push_back(static_cast<int>(refusal.error));
+    ClientConnection slow(ex);
+    co_await slow.Connect(Local(server->port()), kNsPerSecond);
+    Collect got;
+    OutgoingRequest req{"GET", "/hang", "x", {}, ""};
+    ClientResult r = co_await slow.Send(req, got, In(200));
+    out.push_back(static_cast<int>(r.error));
+    EXPECT_FALSE(slow.is_open());
+    co_return out;
+  });
+  EXPECT_EQ(errors, (std::vector<int>{static_cast<int>(ClientError::kConnect),
+                                      static_cast<int>(ClientError::kTimeout)}));
+}
+
+TEST(HttpTest, StopEndsOpenStreams) {
+  auto server = StartServer();
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    server->Stop();
+  });
+  ClientError error = RunClient([&](asio::any_io_executor ex) -> asio::awaitable<ClientError> {
+    ClientConnection c(ex);
+    co_await c.Connect(Local(server->port()), kNsPerSecond);
+    Collect got;
+    OutgoingRequest req{"GET", "/hang", "x", {}, ""};
+    ClientResult r = co_await c.Send(req, got, In(5000));
+    co_return r.error;
+  });
+  stopper.join();
+  EXPECT_EQ(error, ClientError::kClosed);
+}
+
+TEST(HttpTest, ParsesUrls) {
+  auto url = ParseUrl("http://127.0.0.1:8000/v1/");
+  ASSERT_TRUE(url.ok());
+  EXPECT_EQ(url->host, "127.0.0.1");
+  EXPECT_EQ(url->port, 8000);
+  EXPECT_EQ(url->path, "/v1");
+  auto v6 = ParseUrl("http://[::1]:9/");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(ParseUrl("http://localhost")->port, 80);
+  EXPECT_FALSE(ParseUrl("https://x").ok());
+  EXPECT_FALSE(ParseUrl("127.0.0.1:80").ok());
+  EXPECT_FALSE(ParseUrl("http://h:99999").ok());
+  EXPECT_FALSE(ParseUrl("http://:80").ok());
+}
+
+}  // namespace
+}  // namespace titan::http

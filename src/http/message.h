@@ -1,0 +1,41 @@
+// Plain request/response heads shared by titan's HTTP server and client, free of Boost.Beast
+// types so that code using them stays quick to compile. Header names compare
+// case-insensitively (RFC 9110); values are kept as received.
+// Thread safety: plain values.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace titan::http {
+
+struct Header {
+  std::string name;
+  std::string value;
+};
+
+using Headers = std::vector<Header>;
+
+// The value of the first header named `name` (case-insensitive), or "" when absent.
+std::string_view FindHeader(const Headers& headers, std::string_view name);
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
+struct Request {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // path and query as sent: "/v1/completions?x=1"
+  Headers headers;
+  std::string body;
+
+  // The path without the query string.
+  std::string_view path() const;
+  // The value of query parameter `key` ("" when absent; not percent-decoded).
+  std::string_view QueryParam(std::string_view key) const;
+};
+
+// The reason phrase of a status code ("Too Many Requests"), "Unknown" for unknown codes.
+std::string_view ReasonPhrase(int status);
+
+}  // namespace titan::http

@@ -1,0 +1,338 @@
+#include "src/http/server.h"
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+#include "src/base/clock.h"
+#include "src/base/log.h"
+
+namespace titan::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using asio::ip::tcp;
+
+namespace {
+constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
+constexpr std::string_view kServerName = "titan";
+}  // namespace
+
+std::string JsonError(std::string_view message, std::string_view type, int code) {
+  nlohmann::json body = {
+      {"error", {{"message", message}, {"type", type}, {"code", code}}},
+  };
+  return body.dump();
+}
+
+struct Server::Impl {
+  ServerOptions options;
+  Handler handler;
+  std::vector<std::unique_ptr<asio::io_context>> loops;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
+  std::vector<std::thread> threads;
+  std::unique_ptr<tcp::acceptor> acceptor;
+  size_t next_loop = 0;
+  bool stopped = false;
+
+  std::atomic<uint64_t> accepted{0}, open{0}, refused{0}, requests{0}, bad_requests{0};
+
+  asio::awaitable<void> AcceptLoop();
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, Server::Impl* server)
+      : stream_(std::move(socket)), server_(server) {
+    server_->open.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~Connection() { server_->open.fetch_sub(1, std::memory_order_relaxed); }
+
+  asio::awaitable<void> Run();
+
+  asio::any_io_executor executor() { return stream_.get_executor(); }
+
+  template <typename Message>
+  asio::awaitable<bool> WriteMessage(Message& message) {
+    stream_.expires_after(std::chrono::nanoseconds(server_->options.write_timeout_ns));
+    auto [ec, n] = co_await bhttp::async_write(stream_, message, kNoThrow);
+    co_return !ec;
+  }
+  template <typename Buffers>
+  asio::awaitable<bool> WriteBuffers(const Buffers& buffers) {
+    stream_.expires_after(std::chrono::nanoseconds(server_->options.write_timeout_ns));
+    auto [ec, n] = co_await asio::async_write(stream_, buffers, kNoThrow);
+    co_return !ec;
+  }
+  asio::awaitable<bool> WriteStreamHead(bhttp::response<bhttp::empty_body>& head) {
+    bhttp::response_serializer<bhttp::empty_body> serializer(head);
+    stream_.expires_after(std::chrono::nanoseconds(server_->options.write_timeout_ns));
+    auto [ec, n] = co_await bhttp::async_write_header(stream_, serializer, kNoThrow);
+    co_return !ec;
+  }
+
+ private:
+  asio::awaitable<bool> WaitForRequest();
+  asio::awaitable<void> RespondError(int status, std::string_view message);
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  Server::Impl* server_;
+};
+
+asio::awaitable<bool> Connection::WaitForRequest() {
+  if (buffer_.size() > 0) co_return true;
+  // Idle keep-alive: wait for the first byte of the next request.
+  stream_.expires_after(std::chrono::nanoseconds(server_->options.idle_timeout_ns));
+  auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(4096), kNoThrow);
+  if (ec) co_return false;
+  buffer_.commit(n);
+  co_return true;
+}
+
+asio::awaitable<void> Connection::RespondError(int status, std::string_view message) {
+  bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status), 11};
+  res.set(bhttp::field::server, kServerName);
+  res.set(bhttp::field::content_type, "application/json");
+  res.keep_alive(false);
+  res.body() = JsonError(message, "invalid_request_error", status);
+  res.prepare_payload();
+  co_await WriteMessage(res);
+}
+
+asio::awaitable<void> Connection::Run() {
+  auto self = shared_from_this();
+  const ServerOptions& options = server_->options;
+  for (;;) {
+    if (!co_await WaitForRequest()) break;
+    bhttp::request_parser<bhttp::string_body> parser;
+    parser.header_limit(static_cast<uint32_t>(options.max_header_bytes));
+    parser.body_limit(options.max_body_bytes);
+    stream_.expires_after(std::chrono::nanoseconds(options.request_timeout_ns));
+    auto [ec, n] = co_await bhttp::async_read(stream_, buffer_, parser, kNoThrow);
+    if (ec) {
+      if (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+          ec == asio::error::connection_reset) {
+        break;
+      }
+      server_->bad_requests.fetch_add(1, std::memory_order_relaxed);
+      // A request that did not arrive in time (beast::error::timeout) has had its socket
+      // closed by the stream already; the others get an answer that says why.
+      if (ec != beast::error::timeout) {
+        int status = 400;
+        std::string why = fmt::format("malformed HTTP request: {}", ec.message());
+        if (ec == bhttp::error::header_limit) {
+          status = 431;
+          why = fmt::format("request head over {} bytes", options.max_header_bytes);
+        } else if (ec == bhttp::error::body_limit) {
+          status = 413;
+          why = fmt::format("request body over the limit of {} bytes", options.max_body_bytes);
+        }
+        co_await RespondError(status, why);
+      }
+      break;
+    }
+    server_->requests.fetch_add(1, std::memory_order_relaxed);
+    bhttp::request<bhttp::string_body> message = parser.release();
+    Request request;
+    request.method = std::string(message.method_string());
+    request.target = std::string(message.target());
+    for (const auto& field : message) {
+      request.headers.push_back({std::string(field.name_string()), std::string(field.value())});
+    }
+    request.body = std::move(message.body());
+    Exchange exchange(this, std::move(request), MonoNowNs(), message.keep_alive());
+    co_await server_->handler(exchange);
+    if (exchange.state_ == Exchange::State::kNone) {
+      std::string error = JsonError("the handler sent no response", "server_error", 500);
+      co_await exchange.Respond(500, "application/json", std::move(error));
+    } else if (exchange.state_ == Exchange::State::kStreaming && !exchange.client_gone_) {
+      co_await exchange.EndStream();
+    }
+    if (exchange.client_gone_ || !exchange.keep_alive_) break;
+  }
+  beast::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream_.close();
+}
+
+asio::any_io_executor Exchange::executor() const { return connection_->executor(); }
+
+asio::awaitable<bool> Exchange::Respond(int status, std::string_view content_type, std::string body,
+                                        const Headers& extra) {
+  TITAN_CHECK(state_ == State::kNone) << "Respond after a response";
+  state_ = State::kDone;
+  bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status), 11};
+  res.set(bhttp::field::server, kServerName);
+  res.set(bhttp::field::content_type, content_type);
+  for (const Header& h : extra) res.set(h.name, h.value);
+  res.keep_alive(keep_alive_);
+  res.body() = std::move(body);
+  res.prepare_payload();
+  bool ok = co_await connection_->WriteMessage(res);
+  if (!ok) client_gone_ = true;
+  co_return ok;
+}
+
+asio::awaitable<bool> Exchange::BeginStream(int status, std::string_view content_type,
+                                            const Headers& extra) {
+  TITAN_CHECK(state_ == State::kNone) << "BeginStream after a response";
+  state_ = State::kStreaming;
+  bhttp::response<bhttp::empty_body> head{static_cast<bhttp::status>(status), 11};
+  head.set(bhttp::field::server, kServerName);
+  head.set(bhttp::field::content_type, content_type);
+  head.set(bhttp::field::cache_control, "no-cache");
+  for (const Header& h : extra) head.set(h.name, h.value);
+  head.keep_alive(keep_alive_);
+  head.chunked(true);
+  bool ok = co_await connection_->WriteStreamHead(head);
+  if (!ok) client_gone_ = true;
+  co_return ok;
+}
+
+asio::awaitable<bool> Exchange::Write(std::string_view data) {
+  TITAN_CHECK(state_ == State::kStreaming) << "Write outside a stream";
+  if (client_gone_) co_return false;
+  if (data.empty()) co_return true;                     // an empty chunk would end the stream
+  auto chunk = bhttp::make_chunk(asio::buffer(data));   // named: GCC 12 mishandles temporaries
+  bool ok = co_await connection_->WriteBuffers(chunk);  // in co_await expressions
+  if (!ok) client_gone_ = true;
+  co_return ok;
+}
+
+asio::awaitable<bool> Exchange::EndStream() {
+  TITAN_CHECK(state_ == State::kStreaming) << "EndStream outside a stream";
+  state_ = State::kDone;
+  if (client_gone_) co_return false;
+  auto last = bhttp::make_chunk_last();
+  bool ok = co_await connection_->WriteBuffers(last);
+  if (!ok) client_gone_ = true;
+  co_return ok;
+}
+
+asio::awaitable<void> Server::Impl::AcceptLoop() {
+  for (;;) {
+    asio::io_context& loop = *loops[next_loop];
+    next_loop = (next_loop + 1) % loops.size();
+    auto [ec, socket] = co_await acceptor->async_accept(loop, kNoThrow);
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor->is_open()) co_return;
+      // EMFILE and friends: back off briefly rather than spin.
+      RateLimitedLog static log(5 * kNsPerSecond);
+      log.Log(LogLevel::kWarning, "http", "accept failed: {}", ec.message());
+      asio::steady_timer pause(acceptor->get_executor(), std::chrono::milliseconds(10));
+      co_await pause.async_wait(kNoThrow);
+      continue;
+    }
+    accepted.fetch_add(1, std::memory_order_relaxed);
+    if (open.load(std::memory_order_relaxed) >= options.max_connections) {
+      refused.fetch_add(1, std::memory_order_relaxed);
+      static constexpr std::string_view kBusy =
+          "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+      beast::error_code ignored;
+      asio::write(socket, asio::buffer(kBusy), ignored);
+      socket.close(ignored);
+      continue;
+    }
+    socket.set_option(tcp::no_delay(true));
+    auto connection = std::make_shared<Connection>(std::move(socket), this);
+    asio::co_spawn(loop, connection->Run(), asio::detached);
+  }
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() { Stop(); }
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, Handler handler) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->handler = std::move(handler);
+  int threads = std::max(1, options.threads);
+  for (int i = 0; i < threads; ++i) {
+    impl->loops.push_back(std::make_unique<asio::io_context>(1));
+    impl->guards.push_back(asio::make_work_guard(*impl->loops.back()));
+  }
+  beast::error_code ec;
+  auto address = asio::ip::make_address(options.address, ec);
+  if (ec) {
+    return InvalidArgumentError(
+        fmt::format("'{}' is not an IP address; give one such as 127.0.0.1 or ::1 (or 0.0.0.0 "
+                    "for every interface)",
+                    options.address));
+  }
+  tcp::endpoint endpoint(address, static_cast<unsigned short>(options.port));
+  impl->acceptor = std::make_unique<tcp::acceptor>(*impl->loops[0]);
+  impl->acceptor->open(endpoint.protocol(), ec);
+  if (!ec) impl->acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) impl->acceptor->bind(endpoint, ec);
+  if (!ec) impl->acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    std::string what =
+        fmt::format("cannot listen on {}:{}: {}", options.address, options.port, ec.message());
+    if (ec == asio::error::address_in_use) {
+      return AlreadyExistsError(what + "; another process has this port: pick another port");
+    }
+    if (ec == asio::error::access_denied) {
+      return PermissionDeniedError(what + "; ports below 1024 need root: pick a higher port");
+    }
+    return UnavailableError(what);
+  }
+  Impl* raw = impl.get();
+  std::unique_ptr<Server> server(new Server(std::move(impl)));
+  server->port_ = raw->acceptor->local_endpoint().port();
+  asio::co_spawn(*raw->loops[0], raw->AcceptLoop(), asio::detached);
+  for (auto& loop : raw->loops) {
+    asio::io_context* context = loop.get();
+    raw->threads.emplace_back([context] { context->run(); });
+  }
+  return server;
+}
+
+void Server::StopAccepting() {
+  if (!impl_ || impl_->stopped) return;
+  Impl* impl = impl_.get();
+  asio::post(*impl->loops[0], [impl] {
+    beast::error_code ignored;
+    impl->acceptor->close(ignored);
+  });
+}
+
+void Server::Stop() {
+  if (!impl_ || impl_->stopped) return;
+  impl_->stopped = true;
+  for (auto& loop : impl_->loops) loop->stop();
+  for (auto& thread : impl_->threads) thread.join();
+  impl_->guards.clear();
+  impl_->acceptor.reset();
+  // Destroying the loops destroys the suspended connection coroutines and their sockets.
+  impl_->loops.clear();
+}
+
+ServerStats Server::stats() const {
+  ServerStats s;
+  s.connections_accepted = impl_->accepted.load();
+  s.connections_open = impl_->open.load();
+  s.connections_refused = impl_->refused.load();
+  s.requests = impl_->requests.load();
+  s.bad_requests = impl_->bad_requests.load();
+  return s;
+}
+
+}  // namespace titan::http

@@ -1,0 +1,127 @@
+// titan's one HTTP/1.1 server (Boost.Asio + Boost.Beast, C++20 coroutines); serves titan
+// serve-sim, titan gateway and the exporters of titan agent and titan run.
+//
+// Model: one acceptor; `threads` event loops, each an io_context run by one thread. An accepted
+// connection is handed to a loop round-robin and lives there: its handler coroutines never run
+// concurrently with each other, so per-loop state needs no lock, but state shared between
+// loops (threads > 1) must be thread-safe.
+//
+// Per connection: keep-alive, pipelining-safe (one request at a time), the whole request (head
+// and body) must arrive within `request_timeout_ns` of its first byte or the connection is closed
+// (slowloris), an idle keep-alive connection is closed after `idle_timeout_ns`, heads over
+// `max_header_bytes` get 431 and bodies over `max_body_bytes` 413 with a JSON error, malformed
+// requests 400. Past `max_connections` open connections, new ones get 503 and are closed. The
+// listening socket is bound without SO_REUSEPORT, so a second server on a taken port fails.
+//
+// Handlers answer with Exchange::Respond (a whole response) or stream with BeginStream /
+// Write / EndStream (chunked transfer encoding; each Write is sent at once, unbuffered). A
+// handler that returns without responding sends 500.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include "src/base/status.h"
+#include "src/http/message.h"
+
+namespace titan::http {
+
+struct ServerOptions {
+  std::string address = "127.0.0.1";
+  int port = 0;  // 0: an ephemeral port (see Server::port())
+  int threads = 1;
+  size_t max_header_bytes = 16 << 10;
+  size_t max_body_bytes = 8 << 20;
+  int64_t request_timeout_ns = 30'000'000'000;
+  int64_t idle_timeout_ns = 60'000'000'000;
+  int64_t write_timeout_ns = 30'000'000'000;  // one write to a client that does not read
+  size_t max_connections = 20'000;
+};
+
+struct ServerStats {
+  uint64_t connections_accepted = 0;
+  uint64_t connections_open = 0;
+  uint64_t connections_refused = 0;  // over max_connections
+  uint64_t requests = 0;
+  uint64_t bad_requests = 0;  // malformed, too large, timed out mid-request
+};
+
+class Connection;
+
+// One request and its response. Owned by the server; valid during the handler's coroutine.
+class Exchange {
+ public:
+  const Request& request() const { return request_; }
+  boost::asio::any_io_executor executor() const;
+  // Monotonic ns when the request's last byte was read.
+  int64_t received_ns() const { return received_ns_; }
+
+  // Sends a whole response. Returns false when the client is gone.
+  boost::asio::awaitable<bool> Respond(int status, std::string_view content_type, std::string body,
+                                       const Headers& extra = {});
+  // Sends the head of a chunked response.
+  boost::asio::awaitable<bool> BeginStream(int status, std::string_view content_type,
+                                           const Headers& extra = {});
+  // Sends one chunk now. False when the client is gone (then stop producing).
+  boost::asio::awaitable<bool> Write(std::string_view data);
+  // Sends the last chunk; the connection may then serve the next request.
+  boost::asio::awaitable<bool> EndStream();
+
+  bool responded() const { return state_ != State::kNone; }
+  // True once a write failed (client disconnected or stopped reading).
+  bool client_gone() const { return client_gone_; }
+
+ private:
+  friend class Connection;
+  enum class State { kNone, kStreaming, kDone };
+  Exchange(Connection* connection, Request request, int64_t received_ns, bool keep_alive)
+      : connection_(connection),
+        request_(std::move(request)),
+        received_ns_(received_ns),
+        keep_alive_(keep_alive) {}
+  Connection* connection_;
+  Request request_;
+  int64_t received_ns_;
+  bool keep_alive_;
+  State state_ = State::kNone;
+  bool client_gone_ = false;
+};
+
+using Handler = std::function<boost::asio::awaitable<void>(Exchange&)>;
+
+// A JSON error body in OpenAI's shape: {"error":{"message":...,"type":...,"code":...}}.
+std::string JsonError(std::string_view message, std::string_view type, int code);
+
+class Server {
+ public:
+  // Binds, listens and starts the threads. Errors: the address cannot be bound (in use,
+  // permission), named with what to do.
+  static Result<std::unique_ptr<Server>> Start(const ServerOptions& options, Handler handler);
+  ~Server();  // Stop()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  int port() const { return port_; }
+  // Stops accepting, closes every connection, joins the threads. Idempotent; not from a
+  // handler.
+  void Stop();
+  // Stops accepting new connections; open ones are served until they close (drain).
+  void StopAccepting();
+  ServerStats stats() const;
+
+  struct Impl;
+
+ private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+};
+
+}  // namespace titan::http
