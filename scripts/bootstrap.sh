@@ -10,12 +10,17 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libsimdjson-dev zlib1g-dev libdeflate-dev
   libzstd-dev libxxhash-dev libfmt-dev libcli11-dev nlohmann-json3-dev pybind11-dev
   libcpp-httplib-dev libcurl4-openssl-dev libyaml-cpp-dev
+  # the one HTTP stack (src/http): Boost.Asio + Beast, header-only, with C++20 coroutines
+  libboost1.81-dev
   # Python side: the module is built for Debian's interpreter, which has PyTorch
   python3 python3-dev python3-torch python3-numpy python3-pytest
   # real components used by tests
   prometheus etcd-server etcd-client curl procps bc
   # titan run: native stacks of hung workers (eu-stack)
   elfutils
+  # llama.cpp's llama-server for serving tests (scripts/llama_server.sh); npm only where no npm
+  # is on PATH: NodeSource's nodejs bundles npm and conflicts with Debian's npm package
+  nodejs git $(command -v npm >/dev/null || echo npm)
 )
 
 SUDO=""

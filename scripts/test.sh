@@ -14,6 +14,11 @@ step() { printf '\n==== %s\n' "$*"; }
 step "clang-format"
 bash scripts/check_format.sh
 
+step "llama-server (built once per machine into a cache, about 6 minutes on 2 cores)"
+set -a  # LLAMA_SERVER and TITAN_LLAMA_MODEL for the serving tests
+eval "$(bash scripts/llama_server.sh)"
+set +a
+
 step "release build"
 bash scripts/build.sh release
 step "release tests"

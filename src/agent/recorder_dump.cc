@@ -1,9 +1,6 @@
 #include "src/agent/recorder_dump.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
 #include <map>
 #include <utility>
@@ -11,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "src/base/atomic_file.h"
 #include "src/base/csv.h"
 
 namespace titan {
@@ -155,28 +153,7 @@ Status WritePerfettoDump(const MetricRegistry& registry, const EventLog& log,
                          const DumpRequest& request, const std::string& path) {
   std::string content;
   RenderPerfettoDump(registry, log, request, &content);
-  const std::string tmp = path + ".tmp";
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError(errno, "writing recorder dump " + tmp);
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int saved = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return ErrnoError(saved, "writing recorder dump " + tmp);
-    }
-    done += static_cast<size_t>(n);
-  }
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    const int saved = errno;
-    unlink(tmp.c_str());
-    return ErrnoError(saved, "renaming recorder dump to " + path);
-  }
-  return OkStatus();
+  return WriteFileAtomically(path, content);
 }
 
 }  // namespace titan

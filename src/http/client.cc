@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
@@ -220,6 +223,57 @@ asio::awaitable<ClientResult> ClientConnection::Send(const OutgoingRequest& requ
   }
   if (!keep_alive) Close();
   co_return result;
+}
+
+Result<FetchedResponse> Fetch(const Url& url, OutgoingRequest request, int64_t timeout_ns,
+                              size_t max_body_bytes) {
+  TITAN_ASSIGN_OR_RETURN(tcp::endpoint endpoint, Resolve(url));
+  if (request.host.empty()) request.host = fmt::format("{}:{}", url.host, url.port);
+  if (!request.target.starts_with(url.path)) request.target = url.path + request.target;
+  struct Collect : ResponseObserver {
+    FetchedResponse* out;
+    size_t limit;
+    void OnHead(int status, const Headers& headers, int64_t) override {
+      out->status = status;
+      out->headers = headers;
+    }
+    bool OnBody(std::string_view data, int64_t) override {
+      if (out->body.size() + data.size() > limit) return false;
+      out->body.append(data);
+      return true;
+    }
+  };
+  FetchedResponse response;
+  Collect collect;
+  collect.out = &response;
+  collect.limit = max_body_bytes;
+  asio::io_context context;
+  const int64_t deadline = MonoNowNs() + timeout_ns;
+  auto future = asio::co_spawn(
+      context,
+      [&]() -> asio::awaitable<ClientResult> {
+        ClientConnection connection(context.get_executor());
+        ClientResult connected = co_await connection.Connect(endpoint, timeout_ns);
+        if (!connected.ok()) co_return connected;
+        ClientResult sent = co_await connection.Send(request, collect, deadline);
+        co_return sent;
+      },
+      asio::use_future);
+  context.run();
+  ClientResult result = future.get();
+  const std::string where = url.ToString() + request.target.substr(url.path.size());
+  switch (result.error) {
+    case ClientError::kNone:
+      return response;
+    case ClientError::kTimeout:
+      return DeadlineExceededError(fmt::format("{}: no answer in time", where));
+    case ClientError::kMalformed:
+      return DataLossError(fmt::format("{}: {}", where, result.message));
+    case ClientError::kAborted:
+      return DataLossError(fmt::format("{}: answer over {} bytes", where, max_body_bytes));
+    default:
+      return UnavailableError(fmt::format("{}: {}", where, result.message));
+  }
 }
 
 }  // namespace titan::http

@@ -97,4 +97,18 @@ class ClientConnection {
   std::unique_ptr<State> state_;
 };
 
+// A whole response, for the blocking Fetch below.
+struct FetchedResponse {
+  int status = 0;
+  Headers headers;
+  std::string body;
+};
+
+// Sends one request on a fresh connection and reads the whole answer (at most `max_body_bytes`)
+// within `timeout_ns`, blocking the calling thread on a private io_context. For set-up and
+// probes (health, /tokenize, /metrics), not for load. Errors: UNAVAILABLE (connect, closed),
+// DEADLINE_EXCEEDED, DATA_LOSS (malformed or over the size), each naming the URL.
+Result<FetchedResponse> Fetch(const Url& url, OutgoingRequest request, int64_t timeout_ns,
+                              size_t max_body_bytes = 16 << 20);
+
 }  // namespace titan::http

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "src/load/load_command.h"
 #include "tools/titan/commands.h"
 
 namespace {
@@ -19,10 +20,14 @@ constexpr Subcommand kSubcommands[] = {
     {"demo", "2 nodes x 2 workers DDP demo: crash, hang, straggler, recovery, goodput",
      titan::DemoCommand},
     {"run", "launch a training job: detect, isolate, recover; goodput ledger", titan::RunCommand},
+    {"load", "open-loop load tests of LLM servers: bursts, traces, SLOs, sweeps to the knee",
+     titan::load::LoadCommand},
     {"ckpt", "inspect and maintain checkpoints: ls, inspect, verify, diff, gc", titan::CkptCommand},
     {"sim", "project failures, checkpoints and scaling to 10k-100k GPUs", titan::SimCommand},
     {"trace", "analyse multi-rank PyTorch profiler traces; merge agent telemetry",
      titan::TraceCommand},
+    {"serve-sim", "a simulated continuous-batching LLM server (OpenAI API, vLLM metrics, faults)",
+     titan::ServeSimCommand},
 };
 
 void PrintUsage(FILE* out) {
