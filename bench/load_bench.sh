@@ -20,7 +20,7 @@ sse_port=$((port + 1))
 body='{"id":"x","object":"text_completion","choices":[{"index":0,"text":" hi","finish_reason":"length"}],"usage":{"prompt_tokens":8,"completion_tokens":1,"total_tokens":9}}'
 sse=$(python3 -c '
 import json
-chunk = json.dumps({"choices": [{"index": 0, "text": " tok", "finish_reason": None}]})
+chunk = json.dumps({"choices": [{"text": " t"}]}, separators=(",", ":"))  # nginx: 4 KiB per string
 print("".join("data: %s\\n\\n" % chunk for _ in range(100)) + "data: [DONE]\\n\\n", end="")')
 cat >"$work/nginx.conf" <<EOF
 worker_processes 1;

@@ -45,5 +45,12 @@ TEST(DurationTest, FormatsReadably) {
   EXPECT_EQ(back, 123456789);
 }
 
+TEST(DurationTest, ShortFormIsRounded) {
+  EXPECT_EQ(FormatDurationShort(14736140), "14.7ms");
+  EXPECT_EQ(FormatDurationShort(850'400), "850us");
+  EXPECT_EQ(FormatDurationShort(14'200'000'000), "14.2s");
+  EXPECT_EQ(FormatDurationShort(0), "0");
+}
+
 }  // namespace
 }  // namespace titan

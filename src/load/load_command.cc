@@ -50,6 +50,7 @@ struct Flags {
   std::string prompt_file, trace_file;
   double time_scale = 1;
   uint64_t max_concurrency = 0;
+  int64_t warm_connections = -1;  // -1: auto
   int threads = 1;
   std::string timeout = "5m", connect_timeout = "5s", drain;
   std::string slo;
@@ -136,6 +137,9 @@ void AddRunFlags(CLI::App* app, Flags* f) {
   how->add_option("--max-concurrency", f->max_concurrency,
                   "at most N requests in flight; the wait for a slot is reported on its own");
   how->add_option("--threads", f->threads, "client event loops")->capture_default_str();
+  how->add_option("--warm-connections", f->warm_connections,
+                  "connections opened before the first request (default: the burst size for "
+                  "burst arrivals, else none: they open as the load needs them)");
   how->add_option("--timeout", f->timeout, "per request, from its send")
       ->check(Duration(false))
       ->capture_default_str();
@@ -229,6 +233,14 @@ Result<Setup> Build(const Flags& f, bool sweep) {
   s.runner.connect_timeout_ns = Ns(f.connect_timeout);
   s.runner.drain_ns = f.drain.empty() ? 0 : Ns(f.drain);
   s.runner.max_concurrency = f.max_concurrency;
+  if (f.warm_connections >= 0) {
+    s.runner.warm_connections = static_cast<uint64_t>(f.warm_connections);
+  } else if (s.workload.arrivals.kind == ArrivalKind::kBurst) {
+    s.runner.warm_connections = std::min<uint64_t>(s.workload.arrivals.burst_size, 1024);
+  }
+  if (f.max_concurrency > 0) {
+    s.runner.warm_connections = std::min(s.runner.warm_connections, f.max_concurrency);
+  }
   s.runner.users = f.users;
   s.runner.think_ns = Ns(f.think);
   s.runner.scrape_interval_ns = Ns(f.scrape_interval);
@@ -330,8 +342,8 @@ std::string ProgressLine(const LiveStats& live) {
       "[{:>4}s] sent {:>7} done {:>7} err {:>5} in-flight {:>5} | ttft p50 {:>8} p99 {:>8} | "
       "lag p99 {}",
       live.elapsed_ns / kNsPerSecond, live.planned, live.done, live.errors, live.in_flight,
-      FormatLatency(live.ttft_p50_ns), FormatLatency(live.ttft_p99_ns),
-      FormatLatency(live.lag_p99_ns));
+      FormatDurationShort(live.ttft_p50_ns), FormatDurationShort(live.ttft_p99_ns),
+      FormatDurationShort(live.lag_p99_ns));
 }
 
 struct Outcome {

@@ -20,13 +20,6 @@ double MsOrNull(int64_t t, int64_t from) { return t == kNever ? -1 : Ms(t - from
 
 }  // namespace
 
-std::string FormatLatency(int64_t ns) {
-  if (ns == 0) return "0";
-  if (std::abs(ns) >= 10 * kNsPerSecond) return fmt::format("{:.1f}s", ns / 1e9);
-  if (std::abs(ns) >= kNsPerMs) return fmt::format("{:.1f}ms", ns / 1e6);
-  return fmt::format("{:.0f}us", ns / 1e3);
-}
-
 namespace {
 
 void Row(std::string* out, std::string_view name, const Distribution& d) {
@@ -35,9 +28,10 @@ void Row(std::string* out, std::string_view name, const Distribution& d) {
     return;
   }
   fmt::format_to(std::back_inserter(*out), "  {:<18} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
-                 name, FormatLatency(static_cast<int64_t>(d.mean)), FormatLatency(d.p50),
-                 FormatLatency(d.p90), FormatLatency(d.p95), FormatLatency(d.p99),
-                 FormatLatency(d.p999), FormatLatency(d.max));
+                 name, FormatDurationShort(static_cast<int64_t>(d.mean)),
+                 FormatDurationShort(d.p50), FormatDurationShort(d.p90), FormatDurationShort(d.p95),
+                 FormatDurationShort(d.p99), FormatDurationShort(d.p999),
+                 FormatDurationShort(d.max));
 }
 
 }  // namespace
@@ -89,7 +83,7 @@ std::string FormatSummary(const Summary& s, const RunRecords& run) {
             g.passed ? "ok" : "MISSED");
       } else {
         add("  {:<20} measured {:<9}  {}\n", g.gate.text,
-            FormatLatency(static_cast<int64_t>(g.measured)), g.passed ? "ok" : "MISSED");
+            FormatDurationShort(static_cast<int64_t>(g.measured)), g.passed ? "ok" : "MISSED");
       }
     }
     add("  attainment {:.1f}% of requests; goodput {:.2f} req/s\n", s.slo_attainment * 100,
@@ -190,7 +184,11 @@ nlohmann::json RunJson(const Summary& s, const RunRecords& run, const nlohmann::
         {"goodput_rps", s.goodput_rps}}},
       {"timeline", timeline},
       {"server_metrics", {{"series", series}, {"scrape_errors", run.scrape_errors}}},
-      {"client", {{"cpu_seconds", s.client_cpu_seconds}, {"threads", run.threads}}},
+      {"client",
+       {{"cpu_seconds", s.client_cpu_seconds},
+        {"threads", run.threads},
+        {"warm_connections", run.warm_connections},
+        {"stale_connection_retries", run.stale_connection_retries}}},
   };
 }
 

@@ -18,9 +18,6 @@
 
 namespace titan::load {
 
-// A latency for people: "850us", "12.3ms", "14.2s".
-std::string FormatLatency(int64_t ns);
-
 // The human summary: requests, rates, latency table (corrected and from send), errors,
 // validity and SLO gates.
 std::string FormatSummary(const Summary& summary, const RunRecords& run);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -18,6 +19,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 
 #include "src/base/clock.h"
 #include "src/base/log.h"
@@ -74,6 +76,7 @@ struct Shared {
   std::atomic<uint64_t> dispatched{0}, done{0}, errors{0}, in_flight{0}, slo_misses{0};
   // Request coroutines and closed-loop users still running; the run ends when it is 0.
   std::atomic<uint64_t> outstanding{0};
+  std::atomic<uint64_t> stale_retries{0};  // resent after a kept-alive connection was closed
   std::atomic<bool> stop{false};
   std::mutex recent_mutex;  // guards the two histograms of the last second
   LatencyHistogram recent_ttft;
@@ -112,6 +115,19 @@ class Loop {
   asio::awaitable<void> User(std::function<std::optional<std::pair<uint64_t, WorkItem>>()> next,
                              int64_t deadline_ns);
   asio::awaitable<RequestRecord> Execute(uint64_t index, WorkItem item);
+  // Opens `count` connections into the idle pool; returns how many opened.
+  asio::awaitable<uint64_t> Warm(uint64_t count) {
+    uint64_t opened = 0;
+    for (uint64_t i = 0; i < count; ++i) {
+      auto connection = std::make_unique<http::ClientConnection>(context_.get_executor());
+      http::ClientResult r =
+          co_await connection->Connect(shared_->endpoint, shared_->options.connect_timeout_ns);
+      if (!r.ok()) break;  // the run will show the server's state; do not wait here
+      idle_.push_back(std::move(connection));
+      ++opened;
+    }
+    co_return opened;
+  }
 
  private:
   asio::awaitable<void> Request(uint64_t index, WorkItem item) {
@@ -310,6 +326,7 @@ asio::awaitable<RequestRecord> Loop::Execute(uint64_t index, WorkItem item) {
     if (!connection->is_open()) connection.reset();
   }
   http::ClientResult result;
+  const bool reused = connection != nullptr;
   if (!connection) {
     connection = std::make_unique<http::ClientConnection>(context_.get_executor());
     result = co_await connection->Connect(shared_->endpoint, options.connect_timeout_ns);
@@ -328,6 +345,19 @@ asio::awaitable<RequestRecord> Loop::Execute(uint64_t index, WorkItem item) {
     record.sent_ns = shared_->Now();
     const int64_t deadline = MonoNowNs() + options.timeout_ns;
     result = co_await connection->Send(request, exchange, deadline);
+    if (!result.ok() && reused && result.error == http::ClientError::kClosed &&
+        record.first_byte_ns == kNever) {
+      // The server had closed this kept-alive connection (llama.cpp's server does after a
+      // stream, though it says keep-alive): send once more on a fresh one, as browsers and
+      // curl do. Nothing of an answer had arrived, so nothing is counted twice.
+      shared_->stale_retries.fetch_add(1, std::memory_order_relaxed);
+      connection = std::make_unique<http::ClientConnection>(context_.get_executor());
+      result = co_await connection->Connect(shared_->endpoint, options.connect_timeout_ns);
+      if (result.ok()) {
+        record.sent_ns = shared_->Now();
+        result = co_await connection->Send(request, exchange, deadline);
+      }
+    }
   }
   record.end_ns = shared_->Now();
   if (!result.ok()) {
@@ -483,6 +513,16 @@ Result<RunRecords> RunLoad(const RunnerOptions& options, Workload& workload) {
 
   RunRecords out;
   out.threads = threads;
+  // Warm connections before the clock starts, each loop on this thread in turn.
+  for (int i = 0; i < threads && options.warm_connections > 0; ++i) {
+    const uint64_t count = options.warm_connections / threads +
+                           (i < static_cast<int>(options.warm_connections % threads));
+    asio::io_context& context = loops[i]->context();
+    std::future<uint64_t> opened = asio::co_spawn(context, loops[i]->Warm(count), asio::use_future);
+    context.run();
+    context.restart();
+    out.warm_connections += opened.get();
+  }
   Scraper scraper(&shared, &out);
   const double cpu_before = ProcessCpuSeconds();
   out.start_wall_ns = WallNowNs();
@@ -525,6 +565,10 @@ Result<RunRecords> RunLoad(const RunnerOptions& options, Workload& workload) {
               timer.expires_at(AtMono(due));
               co_await timer.async_wait(kNoThrow);
               if (shared.stop.load(std::memory_order_relaxed)) break;
+            } else {
+              // Behind schedule (or a burst): let the requests already dispatched run first, so
+              // a late schedule never floods the loop with requests that cannot start.
+              co_await asio::post(main, asio::use_awaitable);
             }
             schedule_end = item->planned_ns;
             const uint64_t index = next_index++;
@@ -609,7 +653,8 @@ Result<RunRecords> RunLoad(const RunnerOptions& options, Workload& workload) {
   for (auto& worker : workers) worker.join();
   out.client_cpu_seconds = ProcessCpuSeconds() - cpu_before;
   out.schedule_ns = schedule_end.load();
-  out.planned_duration_ns = options.duration_ns;
+  out.planned_duration_ns = options.users > 0 ? 0 : options.duration_ns;
+  out.stale_connection_retries = shared.stale_retries.load();
 
   // Gather every loop's records; then those of requests still unanswered at the end.
   size_t total = 0;

@@ -83,6 +83,9 @@ struct RunnerOptions {
   int64_t scrape_interval_ns = 250'000'000;
   size_t itl_budget_bytes = 256u << 20;  // exact inter-token gaps kept up to this
   std::string auth_header;               // "Bearer ..." or ""
+  // Connections opened (spread over the loops) before the first request, so that a burst at
+  // the start does not pay for connects in its schedule lag.
+  uint64_t warm_connections = 0;
   // Once a second on loop 0: return true to end the run early (sweep: outcome decided).
   std::function<bool(const LiveStats&)> on_progress;
   // On the loop of a finished request: whether it misses the SLO (for LiveStats::slo_misses).
@@ -104,7 +107,9 @@ struct RunRecords {
   uint64_t scrape_errors = 0;
   std::string last_scrape_error;
   int threads = 1;
-  double client_cpu_seconds = 0;  // user + system CPU of this process during the run
+  uint64_t stale_connection_retries = 0;  // requests resent on a fresh connection
+  uint64_t warm_connections = 0;          // opened before the first request
+  double client_cpu_seconds = 0;          // user + system CPU of this process during the run
 };
 
 // Runs the load. Errors: the URL cannot be resolved, or a bad option; request failures are

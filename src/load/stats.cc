@@ -237,7 +237,7 @@ Summary Summarize(const RunRecords& run, const SummaryOptions& options) {
     s.invalid_reasons.push_back(fmt::format(
         "schedule lag p99 {} is over the bound {}: the client could not send at the planned "
         "times (lower the rate, add --threads, or give titan load its own cores)",
-        FormatDuration(s.schedule_lag.p99), FormatDuration(options.lag_bound_ns)));
+        FormatDurationShort(s.schedule_lag.p99), FormatDuration(options.lag_bound_ns)));
   }
   if (run.stopped_early) s.invalid_reasons.push_back("stopped early: the outcome was decided");
 

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "src/base/duration.h"
-#include "src/load/output.h"
 
 namespace titan::load {
 
@@ -23,7 +22,7 @@ std::string ProbeVerdict(const Summary& s) {
       add(fmt::format("{}: {:.2f}% errors", g.gate.text, g.measured * 100));
     } else {
       add(fmt::format("{}: measured {}", g.gate.text,
-                      FormatLatency(static_cast<int64_t>(g.measured))));
+                      FormatDurationShort(static_cast<int64_t>(g.measured))));
     }
   }
   return why;
