@@ -252,7 +252,9 @@ asio::awaitable<void> Server::Impl::AcceptLoop() {
     }
     socket.set_option(tcp::no_delay(true));
     auto connection = std::make_shared<Connection>(std::move(socket), this);
-    asio::co_spawn(loop, connection->Run(), asio::detached);
+    // The handler holds the connection until Run() ends: the coroutine may first run on
+    // another loop's thread, after this iteration dropped its reference.
+    asio::co_spawn(loop, connection->Run(), [connection](std::exception_ptr) {});
   }
 }
 

@@ -1,6 +1,7 @@
 // titan load: open-loop load tests of OpenAI-compatible servers; titan load sweep: the knee.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -50,11 +51,11 @@ struct Flags {
   std::string prompt_file, trace_file;
   double time_scale = 1;
   uint64_t max_concurrency = 0;
-  int64_t warm_connections = -1;  // -1: auto
+  uint64_t warm_connections = 0;
   int threads = 1;
   std::string timeout = "5m", connect_timeout = "5s", drain;
   std::string slo;
-  std::string lag_bound = "5ms";
+  std::string lag_bound = "auto";
   std::string scrape = "auto";
   std::string scrape_interval = "250ms";
   std::vector<std::string> scrape_metrics;
@@ -138,8 +139,9 @@ void AddRunFlags(CLI::App* app, Flags* f) {
                   "at most N requests in flight; the wait for a slot is reported on its own");
   how->add_option("--threads", f->threads, "client event loops")->capture_default_str();
   how->add_option("--warm-connections", f->warm_connections,
-                  "connections opened before the first request (default: the burst size for "
-                  "burst arrivals, else none: they open as the load needs them)");
+                  "connections opened before the first request, so that a burst at the start "
+                  "does not pay for connects (off by default: idle connections hold the worker "
+                  "threads of thread-per-connection servers such as llama-server)");
   how->add_option("--timeout", f->timeout, "per request, from its send")
       ->check(Duration(false))
       ->capture_default_str();
@@ -164,8 +166,14 @@ void AddRunFlags(CLI::App* app, Flags* f) {
                     "when missed; goodput counts requests meeting every threshold");
   judge
       ->add_option("--lag-bound", f->lag_bound,
-                   "a run whose schedule lag p99 is over this is invalid (exit 4)")
-      ->check(Duration(false))
+                   "a run whose schedule lag p99 is over this is invalid (exit 4); auto: 1% of "
+                   "the median corrected TTFT (E2E when not streamed), at least 5ms")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            int64_t ns = 0;
+            return text == "auto" || ParseDurationNs(text, &ns) ? "" : "auto or a duration";
+          },
+          "auto|DURATION"))
       ->capture_default_str();
   judge
       ->add_option("--scrape", f->scrape,
@@ -233,11 +241,7 @@ Result<Setup> Build(const Flags& f, bool sweep) {
   s.runner.connect_timeout_ns = Ns(f.connect_timeout);
   s.runner.drain_ns = f.drain.empty() ? 0 : Ns(f.drain);
   s.runner.max_concurrency = f.max_concurrency;
-  if (f.warm_connections >= 0) {
-    s.runner.warm_connections = static_cast<uint64_t>(f.warm_connections);
-  } else if (s.workload.arrivals.kind == ArrivalKind::kBurst) {
-    s.runner.warm_connections = std::min<uint64_t>(s.workload.arrivals.burst_size, 1024);
-  }
+  s.runner.warm_connections = f.warm_connections;
   if (f.max_concurrency > 0) {
     s.runner.warm_connections = std::min(s.runner.warm_connections, f.max_concurrency);
   }
@@ -260,7 +264,7 @@ Result<Setup> Build(const Flags& f, bool sweep) {
       s.runner.scrape_path = f.scrape.starts_with("/") ? f.scrape : "/" + f.scrape;
     }
   }
-  s.summary.lag_bound_ns = Ns(f.lag_bound);
+  s.summary.lag_bound_ns = f.lag_bound == "auto" ? 0 : Ns(f.lag_bound);
   if (!f.slo.empty()) {
     TITAN_ASSIGN_OR_RETURN(s.summary.slo, ParseSlo(f.slo));
   } else if (sweep) {
@@ -483,13 +487,22 @@ int SweepCommand(const Flags& f) {
   if (!result.ok()) return Fail(result.status());
   fmt::print("{:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}  {}\n", "rate/s", "achieved",
              "ttft mean", "ttft p99", "e2e mean", "e2e p99", "errors", "SLO");
-  for (const Probe& p : result->probes) {
+  // The curve, by rate (repeats in the order run); the knee marked once.
+  std::vector<const Probe*> curve;
+  for (const Probe& p : result->probes) curve.push_back(&p);
+  std::stable_sort(curve.begin(), curve.end(),
+                   [](const Probe* a, const Probe* b) { return a->rate < b->rate; });
+  const Probe* knee = nullptr;
+  for (const Probe* p : curve) {
+    if (result->knee_found && p->rate == result->knee_rate) knee = p;
+  }
+  for (const Probe* probe : curve) {
+    const Probe& p = *probe;
     auto ms = [](double ns) { return fmt::format("{:.1f}ms", ns / 1e6); };
     fmt::print("{:>10.4g} {:>10.4g} {:>10} {:>10} {:>10} {:>10} {:>8}  {}{}\n", p.rate,
                p.summary.achieved_rate, ms(p.summary.ttft.mean), ms(p.summary.ttft.p99),
                ms(p.summary.e2e.mean), ms(p.summary.e2e.p99), p.summary.failed,
-               p.passed ? "ok" : "MISSED",
-               p.rate == result->knee_rate && result->knee_found ? "  <- knee" : "");
+               p.passed ? "ok" : "MISSED", probe == knee ? "  <- knee" : "");
   }
   fmt::print("\n{}\n", result->verdict);
   if (!f.json_path.empty()) {

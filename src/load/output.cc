@@ -56,7 +56,7 @@ std::string FormatSummary(const Summary& s, const RunRecords& run) {
   Row(&out, s.itl_from_histogram ? "itl (histogram)" : "itl", s.itl);
   Row(&out, "tpot", s.tpot);
   Row(&out, "schedule lag", s.schedule_lag);
-  if (s.queue_wait.max > 0) Row(&out, "concurrency wait", s.queue_wait);
+  if (run.max_concurrency > 0) Row(&out, "concurrency wait", s.queue_wait);
   add("  (ttft and e2e count from the planned send time: a stall of the server shows in full; "
       "'from send' is what a closed-loop tool would report)\n");
   if (s.failed > 0) {

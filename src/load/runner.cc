@@ -77,8 +77,9 @@ struct Shared {
   // Request coroutines and closed-loop users still running; the run ends when it is 0.
   std::atomic<uint64_t> outstanding{0};
   std::atomic<uint64_t> stale_retries{0};  // resent after a kept-alive connection was closed
-  std::atomic<bool> stop{false};
-  std::mutex recent_mutex;  // guards the two histograms of the last second
+  std::atomic<bool> stop{false};           // no new sends (answers in flight may still end)
+  std::atomic<bool> run_over{false};       // the run has ended: scraping stops too
+  std::mutex recent_mutex;                 // guards the two histograms of the last second
   LatencyHistogram recent_ttft;
   LatencyHistogram recent_lag;
   std::atomic<size_t> itl_bytes{0};
@@ -427,7 +428,7 @@ class Scraper {
     asio::steady_timer timer(context);
     int64_t next = MonoNowNs();
     http::ClientConnection connection(context.get_executor());
-    while (!shared_->stop.load(std::memory_order_relaxed)) {
+    while (!shared_->run_over.load(std::memory_order_relaxed)) {
       if (!connection.is_open()) {
         http::ClientResult r =
             co_await connection.Connect(*shared_->scrape_endpoint, options.connect_timeout_ns);
@@ -636,6 +637,7 @@ Result<RunRecords> RunLoad(const RunnerOptions& options, Workload& workload) {
         }
         out.elapsed_ns = MonoNowNs() - start;
         shared.stop = true;
+        shared.run_over = true;
         for (auto& loop : loops) loop->context().stop();
       },
       asio::detached);
@@ -654,6 +656,7 @@ Result<RunRecords> RunLoad(const RunnerOptions& options, Workload& workload) {
   out.client_cpu_seconds = ProcessCpuSeconds() - cpu_before;
   out.schedule_ns = schedule_end.load();
   out.planned_duration_ns = options.users > 0 ? 0 : options.duration_ns;
+  out.max_concurrency = options.max_concurrency;
   out.stale_connection_retries = shared.stale_retries.load();
 
   // Gather every loop's records; then those of requests still unanswered at the end.

@@ -109,6 +109,7 @@ struct RunRecords {
   int threads = 1;
   uint64_t stale_connection_retries = 0;  // requests resent on a fresh connection
   uint64_t warm_connections = 0;          // opened before the first request
+  uint64_t max_concurrency = 0;           // the cap the run had (0: none)
   double client_cpu_seconds = 0;          // user + system CPU of this process during the run
 };
 

@@ -171,7 +171,6 @@ bool Slo::Met(const RequestRecord& r, const RunRecords& run) const {
 
 Summary Summarize(const RunRecords& run, const SummaryOptions& options) {
   Summary s;
-  s.lag_bound_ns = options.lag_bound_ns;
   s.client_cpu_seconds = run.client_cpu_seconds;
   const auto& records = run.records;
   s.planned = records.size();
@@ -232,12 +231,17 @@ Summary Summarize(const RunRecords& run, const SummaryOptions& options) {
   s.input_tokens_per_s = s.prompt_tokens / s.elapsed_s;
 
   // Validity.
-  if (s.schedule_lag.p99 > options.lag_bound_ns) {
+  s.lag_bound_ns = options.lag_bound_ns;
+  if (s.lag_bound_ns == 0) {
+    const int64_t median = s.streamed ? s.ttft.p50 : s.e2e.p50;
+    s.lag_bound_ns = std::max<int64_t>(5 * kNsPerMs, median / 100);
+  }
+  if (s.schedule_lag.p99 > s.lag_bound_ns) {
     s.valid = false;
     s.invalid_reasons.push_back(fmt::format(
         "schedule lag p99 {} is over the bound {}: the client could not send at the planned "
         "times (lower the rate, add --threads, or give titan load its own cores)",
-        FormatDurationShort(s.schedule_lag.p99), FormatDuration(options.lag_bound_ns)));
+        FormatDurationShort(s.schedule_lag.p99), FormatDurationShort(s.lag_bound_ns)));
   }
   if (run.stopped_early) s.invalid_reasons.push_back("stopped early: the outcome was decided");
 

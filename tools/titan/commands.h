@@ -5,11 +5,11 @@
 
 namespace titan {
 
-int AgentCommand(int argc, char** argv);  // src/agent/agent_command.cc
-int SimCommand(int argc, char** argv);    // src/sim/sim_command.cc
-int CkptCommand(int argc, char** argv);   // src/checkpoint/ckpt_command.cc
-int RunCommand(int argc, char** argv);    // src/supervisor/run_command.cc
-int TraceCommand(int argc, char** argv);  // src/trace/trace_command.cc
-int DemoCommand(int argc, char** argv);   // src/supervisor/demo_command.cc
+int AgentCommand(int argc, char** argv);     // src/agent/agent_command.cc
+int SimCommand(int argc, char** argv);       // src/sim/sim_command.cc
+int CkptCommand(int argc, char** argv);      // src/checkpoint/ckpt_command.cc
+int RunCommand(int argc, char** argv);       // src/supervisor/run_command.cc
+int TraceCommand(int argc, char** argv);     // src/trace/trace_command.cc
+int DemoCommand(int argc, char** argv);      // src/supervisor/demo_command.cc
 int ServeSimCommand(int argc, char** argv);  // src/serve_sim/serve_sim_command.cc
 }  // namespace titan

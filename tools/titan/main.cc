@@ -35,8 +35,8 @@ void PrintUsage(FILE* out) {
                "titan: find, measure and survive transients in LLM training and serving\n\n"
                "usage: titan <subcommand> [options]   (titan <subcommand> --help for more)\n\n"
                "subcommands:\n");
-  for (const Subcommand& s : kSubcommands) std::fprintf(out, "  %-8s %s\n", s.name, s.summary);
-  std::fprintf(out, "  %-8s %s\n", "version", "print the version");
+  for (const Subcommand& s : kSubcommands) std::fprintf(out, "  %-10s %s\n", s.name, s.summary);
+  std::fprintf(out, "  %-10s %s\n", "version", "print the version");
 }
 
 }  // namespace
