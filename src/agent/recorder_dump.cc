@@ -1,6 +1,5 @@
 #include "src/agent/recorder_dump.h"
 
-
 #include <cmath>
 #include <map>
 #include <utility>
