@@ -14,17 +14,16 @@
 
 #include "src/base/clock.h"
 #include "src/base/text.h"
+#include "src/http/asio_names.h"
 
 namespace titan::http {
 
-namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using asio::ip::tcp;
 
 namespace {
-constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
-constexpr size_t kReadPiece = 16 << 10;
+constexpr size_t kReadPiece = 4 << 10;  // per connection: bounds memory per stream
 constexpr uint32_t kMaxResponseHead = 64 << 10;
 
 ClientError Classify(const beast::error_code& ec) {

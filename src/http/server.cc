@@ -21,16 +21,15 @@
 
 #include "src/base/clock.h"
 #include "src/base/log.h"
+#include "src/http/asio_names.h"
 
 namespace titan::http {
 
-namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using asio::ip::tcp;
 
 namespace {
-constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
 constexpr std::string_view kServerName = "titan";
 }  // namespace
 

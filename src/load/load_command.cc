@@ -13,6 +13,7 @@
 #include "src/base/atomic_file.h"
 #include "src/base/clock.h"
 #include "src/base/duration.h"
+#include "src/base/fd_limit.h"
 #include "src/http/client.h"
 #include "src/load/load_command.h"
 #include "src/load/output.h"
@@ -557,6 +558,7 @@ int LoadCommand(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : kExitUsage;
   }
+  RaiseOpenFileLimit();  // one descriptor per connection in flight
   return sweep->parsed() ? SweepCommand(f) : RunCommand(f);
 }
 

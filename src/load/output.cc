@@ -194,47 +194,56 @@ nlohmann::json RunJson(const Summary& s, const RunRecords& run, const nlohmann::
 
 Status WriteRecords(const std::string& path, const RunRecords& run) {
   const bool csv = path.size() >= 4 && path.ends_with(".csv");
+  // One list of columns for both formats: name and the value as written.
+  std::vector<std::pair<std::string_view, std::string>> columns;
   std::string out;
-  out.reserve(run.records.size() * 256);
-  if (csv) {
-    out.append(
-        "index,planned_ms,dispatched_ms,sent_ms,first_byte_ms,first_token_ms,last_token_ms,end_ms,"
-        "ttft_ms,e2e_ms,prompt_tokens,output_tokens,tokens_from,chunks,status,error,group,"
-        "max_itl_ms,server_prompt_ms,server_per_token_ms\n");
-  }
+  out.reserve(run.records.size() * 320);
   for (const RequestRecord& r : run.records) {
     int64_t max_gap = 0;
-    for (uint32_t i = 0; i < r.itl_count; ++i)
+    for (uint32_t i = 0; i < r.itl_count; ++i) {
       max_gap = std::max(max_gap, run.itl_ns[r.itl_begin + i]);
-    const double ttft = r.first_token_ns == kNever ? -1 : Ms(r.first_token_ns - r.planned_ns);
-    const double e2e = r.end_ns == kNever ? -1 : Ms(r.end_ns - r.planned_ns);
-    if (csv) {
-      fmt::format_to(
-          std::back_inserter(out),
-          "{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{},{},"
-          "{},{},{},{:.3f},{},{}\n",
-          r.index, Ms(r.planned_ns), Ms(r.dispatched_ns), MsOrNull(r.sent_ns, 0),
-          MsOrNull(r.first_byte_ns, 0), MsOrNull(r.first_token_ns, 0), MsOrNull(r.last_token_ns, 0),
-          MsOrNull(r.end_ns, 0), ttft, e2e, r.prompt_tokens, r.output_tokens,
-          TokenSourceName(r.tokens_from), r.content_chunks, r.http_status,
-          RequestErrorName(r.error), r.group, Ms(max_gap), r.server_prompt_ms,
-          r.server_predicted_per_token_ms);
-    } else {
-      fmt::format_to(
-          std::back_inserter(out),
-          "{{\"index\":{},\"planned_ms\":{:.3f},\"dispatched_ms\":{:.3f},\"sent_ms\":{:.3f},"
-          "\"first_byte_ms\":{:.3f},\"first_token_ms\":{:.3f},\"last_token_ms\":{:.3f},"
-          "\"end_ms\":{:.3f},\"ttft_ms\":{:.3f},\"e2e_ms\":{:.3f},\"prompt_tokens\":{},"
-          "\"output_tokens\":{},\"tokens_from\":\"{}\",\"chunks\":{},\"status\":{},"
-          "\"error\":\"{}\",\"group\":{},\"max_itl_ms\":{:.3f},\"server_prompt_ms\":{},"
-          "\"server_per_token_ms\":{}}}\n",
-          r.index, Ms(r.planned_ns), Ms(r.dispatched_ns), MsOrNull(r.sent_ns, 0),
-          MsOrNull(r.first_byte_ns, 0), MsOrNull(r.first_token_ns, 0), MsOrNull(r.last_token_ns, 0),
-          MsOrNull(r.end_ns, 0), ttft, e2e, r.prompt_tokens, r.output_tokens,
-          TokenSourceName(r.tokens_from), r.content_chunks, r.http_status,
-          RequestErrorName(r.error), r.group, Ms(max_gap), r.server_prompt_ms,
-          r.server_predicted_per_token_ms);
     }
+    auto ms = [](double v) { return fmt::format("{:.3f}", v); };
+    auto quoted = [csv](std::string_view v) {
+      return csv ? std::string(v) : fmt::format("\"{}\"", v);
+    };
+    columns = {
+        {"index", std::to_string(r.index)},
+        {"planned_ms", ms(Ms(r.planned_ns))},
+        {"dispatched_ms", ms(Ms(r.dispatched_ns))},
+        {"sent_ms", ms(MsOrNull(r.sent_ns, 0))},
+        {"first_byte_ms", ms(MsOrNull(r.first_byte_ns, 0))},
+        {"first_token_ms", ms(MsOrNull(r.first_token_ns, 0))},
+        {"last_token_ms", ms(MsOrNull(r.last_token_ns, 0))},
+        {"end_ms", ms(MsOrNull(r.end_ns, 0))},
+        {"ttft_ms", ms(r.first_token_ns == kNever ? -1 : Ms(r.first_token_ns - r.planned_ns))},
+        {"e2e_ms", ms(r.end_ns == kNever ? -1 : Ms(r.end_ns - r.planned_ns))},
+        {"prompt_tokens", std::to_string(r.prompt_tokens)},
+        {"output_tokens", std::to_string(r.output_tokens)},
+        {"tokens_from", quoted(TokenSourceName(r.tokens_from))},
+        {"chunks", std::to_string(r.content_chunks)},
+        {"status", std::to_string(r.http_status)},
+        {"error", quoted(RequestErrorName(r.error))},
+        {"group", std::to_string(r.group)},
+        {"max_itl_ms", ms(Ms(max_gap))},
+        {"server_prompt_ms", fmt::format("{}", r.server_prompt_ms)},
+        {"server_per_token_ms", fmt::format("{}", r.server_predicted_per_token_ms)},
+    };
+    if (csv && out.empty()) {
+      for (size_t i = 0; i < columns.size(); ++i) {
+        fmt::format_to(std::back_inserter(out), "{}{}", i ? "," : "", columns[i].first);
+      }
+      out.push_back('\n');
+    }
+    for (size_t i = 0; i < columns.size(); ++i) {
+      if (csv) {
+        fmt::format_to(std::back_inserter(out), "{}{}", i ? "," : "", columns[i].second);
+      } else {
+        fmt::format_to(std::back_inserter(out), "{}\"{}\":{}", i ? "," : "{", columns[i].first,
+                       columns[i].second);
+      }
+    }
+    out.append(csv ? "\n" : "}\n");
   }
   return WriteFileAtomically(path, out);
 }

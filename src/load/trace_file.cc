@@ -9,6 +9,7 @@
 
 #include "src/base/env.h"
 #include "src/base/text.h"
+#include "src/load/input_text.h"
 
 namespace titan::load {
 namespace {
@@ -20,31 +21,6 @@ struct Row {
   int64_t time_ns;
   TraceRequest request;
 };
-
-// Where a field starts, for errors.
-struct Pos {
-  size_t line;
-  size_t column;
-};
-
-std::string Shown(std::string_view value) {
-  std::string out(value.substr(0, 40));
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return value.size() > 40 ? out + "..." : out;
-}
-
-// The offset of `"key"` in `json` (the opening quote), or npos; allocation-free.
-size_t FindKey(std::string_view json, std::string_view key) {
-  for (size_t at = json.find(key); at != std::string_view::npos; at = json.find(key, at + 1)) {
-    if (at > 0 && json[at - 1] == '"' && at + key.size() < json.size() &&
-        json[at + key.size()] == '"') {
-      return at - 1;
-    }
-  }
-  return std::string_view::npos;
-}
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;

@@ -1,7 +1,6 @@
 // `titan serve-sim`: flags -> ServeSimOptions -> ServeSim::Start; waits for SIGTERM/SIGINT.
 #include <pthread.h>
 #include <signal.h>
-#include <sys/resource.h>
 
 #include <cstdio>
 #include <string>
@@ -12,6 +11,7 @@
 #include <boost/asio/ip/address.hpp>
 
 #include "src/base/duration.h"
+#include "src/base/fd_limit.h"
 #include "src/base/log.h"
 #include "src/serve_sim/server.h"
 #include "tools/titan/commands.h"
@@ -169,11 +169,7 @@ int ServeSimCommand(int argc, char** argv) {
   options.admin = admin == "on" || (admin == "auto" && IsLoopback(host));
 
   // Thousands of client connections need as many descriptors as the hard limit allows.
-  rlimit files{};
-  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
-    files.rlim_cur = files.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &files);
-  }
+  RaiseOpenFileLimit();
 
   // Signals are taken by sigwait below; the server's threads inherit the blocked mask.
   sigset_t stop_signals;
