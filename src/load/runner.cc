@@ -91,8 +91,7 @@ struct Shared {
 // One event loop: its connections, its records, its request coroutines.
 class Loop {
  public:
-  Loop(Shared* shared, int index, uint64_t concurrency_cap)
-      : shared_(shared), index_(index), cap_(concurrency_cap) {}
+  Loop(Shared* shared, uint64_t concurrency_cap) : shared_(shared), cap_(concurrency_cap) {}
 
   asio::io_context& context() { return context_; }
   std::vector<RequestRecord>& records() { return records_; }
@@ -141,7 +140,6 @@ class Loop {
   void Finish(RequestRecord& record);
 
   Shared* shared_;
-  int index_;
   asio::io_context context_{1};
   std::vector<std::unique_ptr<http::ClientConnection>> idle_;
   std::vector<RequestRecord> records_;
@@ -239,7 +237,7 @@ class ResponseCollector : public http::ResponseObserver {
     return event_error_.ok();
   }
 
-  // Called once the exchange ended without a transport error; classifies the answer.
+  // Called once the collector ended without a transport error; classifies the answer.
   void Complete(int64_t end_ns) {
     if (record_->http_status / 100 != 2) {
       record_->error = record_->http_status == 429   ? RequestError::kHttp429
@@ -267,8 +265,20 @@ class ResponseCollector : public http::ResponseObserver {
     }
   }
 
+  // Sets the record's token counts: the server's usage when it sent one, else the counted
+  // content chunks of a stream (a lower bound), else the planned counts stay.
+  void AttributeTokens() {
+    if (usage_prompt_ >= 0 || usage_completion_ >= 0) {
+      record_->tokens_from = TokenSource::kUsage;
+      if (usage_prompt_ >= 0) record_->prompt_tokens = usage_prompt_;
+      record_->output_tokens = usage_completion_ >= 0 ? usage_completion_ : record_->content_chunks;
+    } else if (sse_) {
+      record_->tokens_from = TokenSource::kChunks;
+      record_->output_tokens = record_->content_chunks;
+    }
+  }
+
   std::vector<int64_t>& gaps() { return gaps_; }
-  bool sse() const { return sse_; }
 
  private:
   void Absorb(const ResponseInfo& info) {
@@ -282,11 +292,8 @@ class ResponseCollector : public http::ResponseObserver {
     if (info.server_cache_tokens >= 0) record_->server_cache_tokens = info.server_cache_tokens;
   }
 
- public:
   int64_t usage_prompt_ = -1;
   int64_t usage_completion_ = -1;
-
- private:
   RequestRecord* record_;
   Api api_;
   bool streamed_;
@@ -333,7 +340,7 @@ asio::awaitable<RequestRecord> Loop::Execute(uint64_t index, WorkItem item) {
     result = co_await connection->Connect(shared_->endpoint, options.connect_timeout_ns);
   }
   const bool streamed = options.api.stream && options.api.api != Api::kEmbeddings;
-  ResponseCollector exchange(&record, options.api.api, streamed, &parser_, shared_);
+  ResponseCollector collector(&record, options.api.api, streamed, &parser_, shared_);
   if (result.ok()) {
     http::OutgoingRequest request;
     request.method = "POST";
@@ -345,7 +352,7 @@ asio::awaitable<RequestRecord> Loop::Execute(uint64_t index, WorkItem item) {
     request.body = std::move(item.body);
     record.sent_ns = shared_->Now();
     const int64_t deadline = MonoNowNs() + options.timeout_ns;
-    result = co_await connection->Send(request, exchange, deadline);
+    result = co_await connection->Send(request, collector, deadline);
     if (!result.ok() && reused && result.error == http::ClientError::kClosed &&
         record.first_byte_ns == kNever) {
       // The server had closed this kept-alive connection (llama.cpp's server does after a
@@ -356,7 +363,7 @@ asio::awaitable<RequestRecord> Loop::Execute(uint64_t index, WorkItem item) {
       result = co_await connection->Connect(shared_->endpoint, options.connect_timeout_ns);
       if (result.ok()) {
         record.sent_ns = shared_->Now();
-        result = co_await connection->Send(request, exchange, deadline);
+        result = co_await connection->Send(request, collector, deadline);
       }
     }
   }
@@ -364,21 +371,13 @@ asio::awaitable<RequestRecord> Loop::Execute(uint64_t index, WorkItem item) {
   if (!result.ok()) {
     record.error = ErrorOf(result.error);
     // The head arrived and said "error": keep the HTTP class, it says more than "closed".
-    if (record.http_status != 0 && record.http_status / 100 != 2) exchange.Complete(record.end_ns);
+    if (record.http_status != 0 && record.http_status / 100 != 2) collector.Complete(record.end_ns);
   } else {
-    exchange.Complete(record.end_ns);
+    collector.Complete(record.end_ns);
   }
-  if (exchange.usage_prompt_ >= 0 || exchange.usage_completion_ >= 0) {
-    record.tokens_from = TokenSource::kUsage;
-    if (exchange.usage_prompt_ >= 0) record.prompt_tokens = exchange.usage_prompt_;
-    record.output_tokens =
-        exchange.usage_completion_ >= 0 ? exchange.usage_completion_ : record.content_chunks;
-  } else if (exchange.sse()) {
-    record.tokens_from = TokenSource::kChunks;
-    record.output_tokens = record.content_chunks;
-  }
+  collector.AttributeTokens();
   // Inter-token gaps: exact while the budget lasts, always into the histogram.
-  std::vector<int64_t>& gaps = exchange.gaps();
+  std::vector<int64_t>& gaps = collector.gaps();
   for (int64_t gap : gaps) itl_histogram_.Record(gap);
   const size_t bytes = gaps.size() * sizeof(int64_t);
   if (!gaps.empty() && !itl_truncated_ &&
@@ -509,8 +508,7 @@ Result<RunRecords> RunLoad(const RunnerOptions& options, Workload& workload) {
     cap_per_loop = std::max<uint64_t>(1, options.max_concurrency / threads);
   }
   std::vector<std::unique_ptr<Loop>> loops;
-  for (int i = 0; i < threads; ++i)
-    loops.push_back(std::make_unique<Loop>(&shared, i, cap_per_loop));
+  for (int i = 0; i < threads; ++i) loops.push_back(std::make_unique<Loop>(&shared, cap_per_loop));
 
   RunRecords out;
   out.threads = threads;
@@ -623,11 +621,15 @@ Result<RunRecords> RunLoad(const RunnerOptions& options, Workload& workload) {
               shared.stop = true;
             }
           }
-          const bool duration_over = options.duration_ns > 0 && now - start >= options.duration_ns;
-          // Open loop: the schedule ended; closed loop: every user ended (workload exhausted).
-          const bool sending_over =
-              options.users > 0 ? shared.outstanding.load() == 0 : schedule_done.load();
-          if (drain_deadline == 0 && (sending_over || duration_over || shared.stop)) {
+          // Open loop: every request planned before the end has been sent, however late (the
+          // scheduler itself stops at the first one planned past --duration; a client that
+          // falls behind shows it in its lag, it does not drop requests). Closed loop: the
+          // duration is over, or every user ended (workload exhausted).
+          const bool sending_over = options.users > 0 ? shared.outstanding.load() == 0 ||
+                                                            (options.duration_ns > 0 &&
+                                                             now - start >= options.duration_ns)
+                                                      : schedule_done.load();
+          if (drain_deadline == 0 && (sending_over || shared.stop)) {
             shared.stop = true;  // no new sends; answers in flight may still end
             drain_deadline = now + drain_ns;
           }

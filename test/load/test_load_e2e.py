@@ -49,12 +49,23 @@ def wait_healthy(url, timeout=60):
 
 @contextlib.contextmanager
 def serve_sim(*args):
-    """A real `titan serve-sim` process on a free loopback port; killed at the end."""
-    port = free_port()
-    proc = subprocess.Popen([TITAN, "serve-sim", "--port", str(port), *args],
+    """A real `titan serve-sim` process on an ephemeral loopback port (--port 0: the port is read
+    from its "listening on" line, so no other test can take it in between); killed at the end."""
+    proc = subprocess.Popen([TITAN, "serve-sim", "--port", "0", *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
     try:
+        url = None
+        deadline = time.time() + 30
+        while url is None and time.time() < deadline:
+            line = proc.stderr.readline()
+            if not line:
+                raise AssertionError(f"serve-sim exited before listening: rc={proc.wait()}")
+            match = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+            if match:
+                url = match.group(1)
+        assert url, "serve-sim did not say where it listens"
+        # Keep reading its stderr so that it never blocks on a full pipe.
+        threading.Thread(target=proc.stderr.read, daemon=True).start()
         wait_healthy(url)
         yield url, proc
     finally:
@@ -241,6 +252,35 @@ def test_errors_are_classified_not_fatal():
     assert result["requests"]["ok"] > 0
 
 
+def test_every_api_and_workload_source_runs():
+    with serve_sim("--itl-base", "2ms") as (url, _), tempfile.TemporaryDirectory() as d:
+        for api in ("chat", "embeddings"):
+            result, _, _ = load(url, "--api", api, "--rate", "20", "--duration", "1s",
+                                "--output-tokens", "4")
+            assert result["requests"]["ok"] == result["requests"]["planned"] > 0, (api, result)
+            if api == "chat":
+                assert result["latency"]["itl"]["count"] > 0
+        # A trace replay: an Azure-format CSV, 2x faster; the trace's own lengths are sent.
+        trace = os.path.join(d, "azure.csv")
+        with open(trace, "w") as f:
+            f.write("TIMESTAMP,ContextTokens,GeneratedTokens\n")
+            for i in range(10):
+                f.write(f"2023-11-16 18:15:{46 + i // 5}.{(i % 5) * 2}000000,{50 + i},{3 + i}\n")
+        result, _, _ = load(url, "--trace", trace, "--time-scale", "2")
+        assert result["requests"]["ok"] == 10
+        assert result["tokens"]["output"] == sum(3 + i for i in range(10))
+        assert result["tokens"]["prompt"] == sum(50 + i for i in range(10))
+        # Shared-prefix groups reach serve-sim's prefix cache.
+        result, _, _ = load(url, "--rate", "50", "--duration", "2s", "--prefix-groups", "2",
+                            "--prefix-tokens", "256", "--input-tokens", "16",
+                            "--output-tokens", "2")
+        with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
+            metrics = r.read().decode()
+        hits = [float(line.split()[-1]) for line in metrics.splitlines()
+                if line.startswith("vllm:prefix_cache_hits_total")]
+        assert hits and hits[0] > 0, metrics
+
+
 def test_bad_workload_files_name_file_line_and_column():
     with tempfile.TemporaryDirectory() as d:
         trace = os.path.join(d, "trace.csv")
@@ -301,6 +341,17 @@ def test_llama_server_timings_agree_with_titan_load():
         assert ttft <= 1.5 * server + 40, r
         per_token = (r["last_token_ms"] - r["first_token_ms"]) / (r["output_tokens"] - 1)
         assert abs(per_token - r["server_per_token_ms"]) <= 0.25 * r["server_per_token_ms"] + 1, r
+
+
+def test_llama_server_sweep_finds_a_knee():
+    with llama_server() as (url, _):
+        result, stdout, _ = load(url, "sweep", "--slo", "p99_ttft=1500ms", "--start-rate", "1",
+                                 "--max-rate", "64", "--probe-duration", "4s", "--precision",
+                                 "0.5", "--input-tokens", "16", "--output-tokens", "8",
+                                 "--extra-body", '"cache_prompt":false', timeout=900)
+    assert result["knee_found"], stdout
+    assert 1 <= result["knee_rate"] < 64, stdout
+    assert "<- knee" in stdout
 
 
 def test_llama_server_sigstop_stall_is_seen_through_corrected_latencies():
