@@ -15,7 +15,8 @@ out=$(sed -n 's/^ *output directory: //p' "$log" | head -1)
 if [ -n "$out" ] && [ -f "$out/agent.log" ]; then
   echo
   echo "titan agent watched the same job; the transients it explained (of $(grep -c ' transient: ' "$out/agent.log") in $out/agent.log):"
-  grep ' transient: ' "$out/agent.log" | grep -v periodic | sed 's/^.* transient: /  /' | cut -c1-220 | head -6
+  # sed -n, not head: head would close the pipe early, and pipefail would end the script (141)
+  grep ' transient: ' "$out/agent.log" | grep -v periodic | sed 's/^.* transient: /  /' | cut -c1-220 | sed -n '1,6p'
 fi
 echo
 echo "The agent alone, with its live view: bash examples/agent_demo.sh"
