@@ -23,6 +23,7 @@
 
 #include "src/base/clock.h"
 #include "src/base/log.h"
+#include "src/http/asio_names.h"
 #include "src/http/sse.h"
 #include "src/metrics/text_parse.h"
 
@@ -33,7 +34,7 @@ using asio::ip::tcp;
 
 namespace {
 
-constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
+using http::kNoThrow;                       // src/http/asio_names.h
 constexpr size_t kMaxBodyBytes = 64 << 20;  // a non-streamed answer larger than this is cut
 constexpr size_t kMaxScrapeBytes = 16 << 20;
 constexpr size_t kMaxScrapeSeries = 1000;

@@ -23,6 +23,7 @@
 #include "src/base/clock.h"
 #include "src/base/duration.h"
 #include "src/base/log.h"
+#include "src/http/asio_names.h"
 #include "src/metrics/exposition.h"
 #include "src/metrics/registry.h"
 #include "src/serve_sim/tokenizer.h"
@@ -31,7 +32,7 @@ namespace titan::serve_sim {
 namespace {
 
 namespace asio = boost::asio;
-constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
+using http::kNoThrow;  // src/http/asio_names.h
 constexpr std::string_view kJson = "application/json";
 // A wake-up this late still starts the next step at its planned time.
 constexpr int64_t kCatchUpNs = kNsPerMs;
