@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace titan {
@@ -24,5 +25,9 @@ std::string_view NextField(std::string_view* rest);
 
 // Strips ASCII whitespace at both ends.
 std::string_view Trim(std::string_view text);
+
+// Appends `text` to *out as a JSON string literal (quotes included): ", \ and control bytes
+// escaped, bytes >= 0x80 passed through unchanged (so valid UTF-8 stays valid).
+void AppendJsonString(std::string_view text, std::string* out);
 
 }  // namespace titan

@@ -1,11 +1,14 @@
 #include "src/http/client.h"
 
 #include <chrono>
+#include <optional>
 
 #include <fmt/format.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -224,11 +227,29 @@ asio::awaitable<ClientResult> ClientConnection::Send(const OutgoingRequest& requ
   co_return result;
 }
 
-Result<FetchedResponse> Fetch(const Url& url, OutgoingRequest request, int64_t timeout_ns,
-                              size_t max_body_bytes) {
-  TITAN_ASSIGN_OR_RETURN(tcp::endpoint endpoint, Resolve(url));
-  if (request.host.empty()) request.host = fmt::format("{}:{}", url.host, url.port);
-  if (!request.target.starts_with(url.path)) request.target = url.path + request.target;
+namespace {
+
+Result<FetchedResponse> FetchOutcome(const ClientResult& result, FetchedResponse response,
+                                     const std::string& where, size_t max_body_bytes) {
+  switch (result.error) {
+    case ClientError::kNone:
+      return response;
+    case ClientError::kTimeout:
+      return DeadlineExceededError(fmt::format("{}: no answer in time", where));
+    case ClientError::kMalformed:
+      return DataLossError(fmt::format("{}: {}", where, result.message));
+    case ClientError::kAborted:
+      return DataLossError(fmt::format("{}: answer over {} bytes", where, max_body_bytes));
+    default:
+      return UnavailableError(fmt::format("{}: {}", where, result.message));
+  }
+}
+
+}  // namespace
+
+asio::awaitable<Result<FetchedResponse>> FetchAsync(const tcp::endpoint& endpoint,
+                                                    const OutgoingRequest& request,
+                                                    int64_t timeout_ns, size_t max_body_bytes) {
   struct Collect : ResponseObserver {
     FetchedResponse* out;
     size_t limit;
@@ -246,33 +267,30 @@ Result<FetchedResponse> Fetch(const Url& url, OutgoingRequest request, int64_t t
   Collect collect;
   collect.out = &response;
   collect.limit = max_body_bytes;
-  asio::io_context context;
   const int64_t deadline = MonoNowNs() + timeout_ns;
-  auto future = asio::co_spawn(
+  auto executor = co_await asio::this_coro::executor;
+  ClientConnection connection(executor);
+  ClientResult result = co_await connection.Connect(endpoint, timeout_ns);
+  if (result.ok()) result = co_await connection.Send(request, collect, deadline);
+  const std::string where = fmt::format("http://{}{}", request.host, request.target);
+  co_return FetchOutcome(result, std::move(response), where, max_body_bytes);
+}
+
+Result<FetchedResponse> Fetch(const Url& url, OutgoingRequest request, int64_t timeout_ns,
+                              size_t max_body_bytes) {
+  TITAN_ASSIGN_OR_RETURN(tcp::endpoint endpoint, Resolve(url));
+  if (request.host.empty()) request.host = fmt::format("{}:{}", url.host, url.port);
+  if (!request.target.starts_with(url.path)) request.target = url.path + request.target;
+  asio::io_context context;
+  std::optional<Result<FetchedResponse>> out;  // Result has no default for co_spawn's future
+  asio::co_spawn(
       context,
-      [&]() -> asio::awaitable<ClientResult> {
-        ClientConnection connection(context.get_executor());
-        ClientResult connected = co_await connection.Connect(endpoint, timeout_ns);
-        if (!connected.ok()) co_return connected;
-        ClientResult sent = co_await connection.Send(request, collect, deadline);
-        co_return sent;
+      [&]() -> asio::awaitable<void> {
+        out.emplace(co_await FetchAsync(endpoint, request, timeout_ns, max_body_bytes));
       },
-      asio::use_future);
+      asio::detached);
   context.run();
-  ClientResult result = future.get();
-  const std::string where = url.ToString() + request.target.substr(url.path.size());
-  switch (result.error) {
-    case ClientError::kNone:
-      return response;
-    case ClientError::kTimeout:
-      return DeadlineExceededError(fmt::format("{}: no answer in time", where));
-    case ClientError::kMalformed:
-      return DataLossError(fmt::format("{}: {}", where, result.message));
-    case ClientError::kAborted:
-      return DataLossError(fmt::format("{}: answer over {} bytes", where, max_body_bytes));
-    default:
-      return UnavailableError(fmt::format("{}: {}", where, result.message));
-  }
+  return std::move(*out);
 }
 
 }  // namespace titan::http

@@ -111,4 +111,10 @@ struct FetchedResponse {
 Result<FetchedResponse> Fetch(const Url& url, OutgoingRequest request, int64_t timeout_ns,
                               size_t max_body_bytes = 16 << 20);
 
+// The same on the calling coroutine's executor, for probes from an event loop (health checks,
+// scrapes). `request.host` must be set; errors name http://host/target.
+boost::asio::awaitable<Result<FetchedResponse>> FetchAsync(
+    const boost::asio::ip::tcp::endpoint& endpoint, const OutgoingRequest& request,
+    int64_t timeout_ns, size_t max_body_bytes = 16 << 20);
+
 }  // namespace titan::http

@@ -306,6 +306,11 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, Hand
   return server;
 }
 
+asio::any_io_executor Server::executor(int loop) const {
+  TITAN_CHECK(loop >= 0 && loop < static_cast<int>(impl_->loops.size())) << "no loop " << loop;
+  return impl_->loops[loop]->get_executor();
+}
+
 void Server::StopAccepting() {
   if (!impl_ || impl_->stopped) return;
   Impl* impl = impl_.get();

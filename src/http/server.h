@@ -109,6 +109,9 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   int port() const { return port_; }
+  // The executor of event loop `loop` (0 <= loop < threads), for a caller's own coroutines
+  // (timers, upstream connections) that must run beside the handlers of that loop.
+  boost::asio::any_io_executor executor(int loop = 0) const;
   // Stops accepting, closes every connection, joins the threads. Idempotent; not from a
   // handler.
   void Stop();

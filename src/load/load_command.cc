@@ -238,6 +238,7 @@ Result<Setup> Build(const Flags& f, bool sweep) {
   s.runner.threads = f.threads;
   s.runner.duration_ns = f.trace_file.empty() ? s.workload.duration_ns : 0;
   if (f.users > 0) s.runner.duration_ns = s.workload.duration_ns;
+  s.workload.closed_loop = f.users > 0 && f.trace_file.empty();
   s.runner.timeout_ns = Ns(f.timeout);
   s.runner.connect_timeout_ns = Ns(f.connect_timeout);
   s.runner.drain_ns = f.drain.empty() ? 0 : Ns(f.drain);

@@ -14,6 +14,7 @@
 #include <simdjson.h>
 
 #include "src/base/status.h"
+#include "src/base/text.h"
 #include "src/load/prompts.h"
 
 namespace titan::load {
@@ -38,10 +39,6 @@ struct ApiOptions {
 // single user message for chat when `messages` is empty.
 std::string BuildRequestBody(const ApiOptions& options, std::string_view prompt,
                              const std::vector<ChatMessage>& messages, int64_t max_tokens);
-
-// Appends `text` to *out as a JSON string literal (quotes included). Bytes >= 0x80 pass
-// through unchanged.
-void AppendJsonString(std::string_view text, std::string* out);
 
 // What one response (or one streamed chunk) said.
 struct ResponseInfo {

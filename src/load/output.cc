@@ -228,6 +228,7 @@ Status WriteRecords(const std::string& path, const RunRecords& run) {
         {"max_itl_ms", ms(Ms(max_gap))},
         {"server_prompt_ms", fmt::format("{}", r.server_prompt_ms)},
         {"server_per_token_ms", fmt::format("{}", r.server_predicted_per_token_ms)},
+        {"server_cache_tokens", std::to_string(r.server_cache_tokens)},
     };
     if (csv && out.empty()) {
       for (size_t i = 0; i < columns.size(); ++i) {

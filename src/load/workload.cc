@@ -21,8 +21,14 @@ class GeneratedWorkload : public Workload {
         lengths_(MixSeed(options.seed, 2)) {}
 
   std::optional<WorkItem> Next() override {
-    std::optional<int64_t> planned = arrivals_->Next();
+    // A closed loop ignores arrival times: its users end the run at the duration, so the
+    // arrival process (built for an open loop's rate) must not run out first.
+    std::optional<int64_t> planned =
+        options_.closed_loop ? std::optional<int64_t>(0) : arrivals_->Next();
     if (!planned) return std::nullopt;
+    if (options_.closed_loop && options_.max_requests > 0 && count_ >= options_.max_requests) {
+      return std::nullopt;
+    }
     const uint64_t index = count_++;
     WorkItem item;
     item.planned_ns = *planned;

@@ -27,6 +27,9 @@ struct WorkloadOptions {
   ArrivalSpec arrivals;
   int64_t duration_ns = 0;  // 0: no bound (then max_requests or the trace bounds the run)
   uint64_t max_requests = 0;
+  // Closed loop (users): requests are handed out until max_requests or the users stop at the
+  // duration; arrival times are not drawn.
+  bool closed_loop = false;
   uint64_t seed = 1;
   double time_scale = 1;  // trace replay: 2 plays the trace twice as fast
   std::string trace_path;

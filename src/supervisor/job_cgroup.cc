@@ -26,6 +26,24 @@ Status WriteSmallFile(const std::string& path, std::string_view text) {
   return OkStatus();
 }
 
+// Whether the space-separated list `list` (a cgroup.controllers text) names `name`.
+bool ListsWord(std::string_view list, std::string_view name) {
+  size_t i = 0;
+  while (i < list.size()) {
+    while (i < list.size() && (list[i] == ' ' || list[i] == '\n' || list[i] == '\t')) ++i;
+    size_t end = i;
+    while (end < list.size() && list[end] != ' ' && list[end] != '\n' && list[end] != '\t') ++end;
+    if (end > i && list.substr(i, end - i) == name) return true;
+    i = end;
+  }
+  return false;
+}
+
+std::string Trimmed(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  return std::string(text);
+}
+
 }  // namespace
 
 Result<std::string> JobCgroup::DirectoryFor(const std::string& mountinfo,
@@ -66,13 +84,13 @@ Result<std::string> JobCgroup::DirectoryFor(const std::string& mountinfo,
   return fmt::format("{}{}/{}", mount, path, name);
 }
 
-Result<JobCgroup> JobCgroup::Create() {
+Result<JobCgroup> JobCgroup::Create(std::string_view name_prefix) {
   TITAN_ASSIGN_OR_RETURN(std::string mountinfo, Env::ReadFile("/proc/self/mountinfo"));
   TITAN_ASSIGN_OR_RETURN(std::string self, Env::ReadFile("/proc/self/cgroup"));
   static std::atomic<int> sequence{0};
   TITAN_ASSIGN_OR_RETURN(
       std::string dir,
-      DirectoryFor(mountinfo, self, fmt::format("titan-run-{}-{}", ::getpid(), sequence++)));
+      DirectoryFor(mountinfo, self, fmt::format("{}-{}-{}", name_prefix, ::getpid(), sequence++)));
   // A directory of that name is a leftover of an earlier process with our pid: reuse it only
   // once it is empty (rmdir succeeds), never share it.
   if (::mkdir(dir.c_str(), 0755) != 0 &&
@@ -111,6 +129,60 @@ JobCgroup::~JobCgroup() {
   if (!valid()) return;
   Kill().IgnoreError();
   Remove();
+}
+
+JobCgroup::MemoryController JobCgroup::ClassifyMemoryController(
+    std::string_view own_controllers, std::string_view parent_controllers) {
+  if (ListsWord(own_controllers, "memory")) return MemoryController::kEnabled;
+  if (ListsWord(parent_controllers, "memory")) return MemoryController::kAvailableNotEnabled;
+  return MemoryController::kUnavailable;
+}
+
+int64_t JobCgroup::ParseOomKills(std::string_view memory_events) {
+  std::istringstream lines{std::string(memory_events)};
+  for (std::string key; lines >> key;) {
+    int64_t value = 0;
+    if (!(lines >> value)) return -1;
+    if (key == "oom_kill") return value;
+  }
+  return -1;
+}
+
+Status JobCgroup::SetMemoryMax(int64_t bytes) {
+  if (!valid()) return FailedPreconditionError("no cgroup to set memory.max in");
+  if (bytes <= 0) return InvalidArgumentError(fmt::format("memory.max of {} bytes", bytes));
+  const std::string parent = dir_.substr(0, dir_.rfind('/'));
+  auto own = Env::ReadFile(dir_ + "/cgroup.controllers");
+  if (!own.ok()) return own.status();
+  auto parents = Env::ReadFile(parent + "/cgroup.controllers");
+  if (!parents.ok()) return parents.status();
+  switch (ClassifyMemoryController(*own, *parents)) {
+    case MemoryController::kEnabled:
+      break;
+    case MemoryController::kUnavailable:
+      return FailedPreconditionError(fmt::format(
+          "the cgroup v2 memory controller is not available in {} (its cgroup.controllers lists "
+          "'{}'; on a hybrid cgroup v1/v2 machine memory belongs to cgroup v1)",
+          parent, Trimmed(*parents)));
+    case MemoryController::kAvailableNotEnabled: {
+      Status enabled = WriteSmallFile(parent + "/cgroup.subtree_control", "+memory");
+      if (!enabled.ok()) {
+        return FailedPreconditionError(fmt::format(
+            "the memory controller is not enabled for the children of {} and enabling it failed "
+            "({}; cgroup v2 allows it only where that cgroup holds no process itself: start titan "
+            "in a cgroup whose parent enables memory)",
+            parent, enabled.message()));
+      }
+      break;
+    }
+  }
+  return WriteSmallFile(dir_ + "/memory.max", std::to_string(bytes));
+}
+
+int64_t JobCgroup::OomKills() const {
+  if (!valid()) return -1;
+  auto events = Env::ReadFile(dir_ + "/memory.events");
+  return events.ok() ? ParseOomKills(*events) : -1;
 }
 
 bool JobCgroup::JoinSelf(const char* procs_path) {

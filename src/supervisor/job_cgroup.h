@@ -7,11 +7,19 @@
 // write access there: root, or a delegated subtree (a systemd unit with Delegate=yes). Where it is
 // missing (or there is no cgroup v2 hierarchy, or no cgroup.kill), Create() returns an error that
 // says why and titan run keeps to process groups (WorkerGroup logs it once). A worker joins between
-// fork and exec by writing "0" to procs_path() (JoinSelf, async-signal- safe). Thread safety: none;
-// owned by WorkerGroup's thread.
+// fork and exec by writing "0" to procs_path() (JoinSelf, async-signal- safe).
+//
+// SetMemoryMax() caps the cgroup's memory (memory.max; the kernel's OOM killer then acts inside
+// it). That needs the memory controller enabled for the parent's children; where the parent has
+// the controller but has not enabled it, SetMemoryMax tries "+memory" on the parent's
+// cgroup.subtree_control (cgroup v2 refuses that where the parent itself holds processes, except
+// at the root). On a hybrid v1/v2 machine the memory controller belongs to v1 and it fails with
+// a message that says so. Thread safety: none; owned by WorkerGroup's thread.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "src/base/status.h"
 
@@ -21,7 +29,8 @@ class JobCgroup {
  public:
   // Makes the directory. `mountinfo` and `self_cgroup` are the texts of /proc/self/mountinfo and
   // /proc/self/cgroup (parameters for tests; Create() reads the real ones).
-  static Result<JobCgroup> Create();
+  // `name_prefix` names the directory: <prefix>-<pid>-<n>.
+  static Result<JobCgroup> Create(std::string_view name_prefix = "titan-run");
   static Result<std::string> DirectoryFor(const std::string& mountinfo,
                                           const std::string& self_cgroup, const std::string& name);
 
@@ -34,6 +43,20 @@ class JobCgroup {
   const std::string& dir() const { return dir_; }
   const std::string& procs_path() const { return procs_path_; }
   const std::string& kill_path() const { return kill_path_; }
+
+  // Whether the memory controller is usable in a child cgroup, from the texts of the child's and
+  // its parent's cgroup.controllers (parameters for tests).
+  enum class MemoryController { kEnabled, kAvailableNotEnabled, kUnavailable };
+  static MemoryController ClassifyMemoryController(std::string_view own_controllers,
+                                                   std::string_view parent_controllers);
+  // The "oom_kill N" count of a memory.events text; -1 if absent.
+  static int64_t ParseOomKills(std::string_view memory_events);
+
+  // Sets memory.max to `bytes` (> 0). FAILED_PRECONDITION saying why where the memory
+  // controller is not available here (the cgroup stays usable without a limit).
+  Status SetMemoryMax(int64_t bytes);
+  // OOM kills in this cgroup so far (memory.events); -1 without a memory controller.
+  int64_t OomKills() const;
 
   // In a forked child before exec: moves the calling process into the cgroup. Async-signal-safe.
   static bool JoinSelf(const char* procs_path);

@@ -53,25 +53,35 @@ void WorkerGroup::PruneEmptyGroups() {
   });
 }
 
+Status WorkerGroup::SetUpCgroup() {
+  if (cgroup_tried_) return OkStatus();
+  cgroup_tried_ = true;
+  auto cgroup = JobCgroup::Create(options_.cgroup_prefix);
+  if (!cgroup.ok()) return cgroup.status();
+  cgroup_ = std::move(cgroup).value();
+  if (options_.memory_max_bytes > 0) return cgroup_.SetMemoryMax(options_.memory_max_bytes);
+  return OkStatus();
+}
+
 Status WorkerGroup::Spawn(const WorkerSpec& spec) {
   if (spec.argv.empty()) return InvalidArgumentError("no command to run after '--'");
   if (!cgroup_tried_) {
-    cgroup_tried_ = true;
-    auto cgroup = JobCgroup::Create();
-    if (cgroup.ok()) {
-      cgroup_ = std::move(cgroup).value();
-    } else {
-      Log(LogLevel::kInfo, "run",
+    Status cgroup = SetUpCgroup();
+    if (!cgroup.ok() && !cgroup_.valid()) {
+      Log(LogLevel::kInfo, options_.log_component,
           "workers run without a cgroup of their own ({}); a process that leaves its worker's "
           "process group (setsid) is not stopped with it",
-          cgroup.status().message());
+          cgroup.message());
+    } else if (!cgroup.ok()) {
+      Log(LogLevel::kWarning, options_.log_component, "workers run without memory.max ({})",
+          cgroup.message());
     }
   }
   if (!guardian_.running()) {
     Status started = guardian_.Start(cgroup_.valid() ? cgroup_.dir() : std::string());
     if (!started.ok()) {
-      Log(LogLevel::kWarning, "run",
-          "{}: grandchildren of workers may outlive a SIGKILLed titan run", started.ToString());
+      Log(LogLevel::kWarning, options_.log_component,
+          "{}: grandchildren of workers may outlive a SIGKILLed titan", started.ToString());
     }
   }
   // Everything the child needs is prepared before fork: after fork only async-signal-safe calls.
@@ -152,21 +162,36 @@ Status WorkerGroup::Spawn(const WorkerSpec& spec) {
 }
 
 std::vector<size_t> WorkerGroup::Reap() {
-  // waitpid(-1): also reaps orphaned grandchildren re-parented to us (titan run is a child
-  // subreaper), so that no zombie outlives its process group.
   std::vector<size_t> exited;
-  while (true) {
-    int st = 0;
-    pid_t r = ::waitpid(-1, &st, WNOHANG);
-    if (r <= 0) break;
+  auto record = [&](pid_t pid, int st) {
     for (size_t i = 0; i < workers_.size(); ++i) {
       Worker& w = workers_[i];
-      if (w.running && w.pid == r) {
+      if (w.running && w.pid == pid) {
         w.running = false;
         w.wait_status = st;
         w.exit_mono_ns = MonoNowNs();
         exited.push_back(i);
       }
+    }
+  };
+  if (options_.reap_any_child) {
+    // waitpid(-1): also reaps orphaned grandchildren re-parented to us (titan run is a child
+    // subreaper), so that no zombie outlives its process group.
+    while (true) {
+      int st = 0;
+      pid_t r = ::waitpid(-1, &st, WNOHANG);
+      if (r <= 0) break;
+      record(r, st);
+    }
+  } else {
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      if (!workers_[i].running) continue;
+      int st = 0;
+      pid_t r;
+      do {
+        r = ::waitpid(workers_[i].pid, &st, WNOHANG);
+      } while (r < 0 && errno == EINTR);
+      if (r == workers_[i].pid) record(r, st);
     }
   }
   if (!exited.empty()) PruneEmptyGroups();
@@ -213,10 +238,24 @@ int WorkerGroup::Stop(int64_t grace_ns) {
   }
   // Processes that left their group (setsid) but not the job's cgroup.
   if (Status s = cgroup_.Kill(); !s.ok()) {
-    Log(LogLevel::kWarning, "run", "killing the job's cgroup: {}", s.ToString());
+    Log(LogLevel::kWarning, options_.log_component, "killing the job's cgroup: {}", s.ToString());
   }
   WaitAll(int64_t{10} * kNsPerSecond);
   return killed;
+}
+
+void WorkerGroup::KillLeftovers() {
+  PruneEmptyGroups();
+  for (pid_t group : groups_) {
+    bool running = false;
+    for (const Worker& w : workers_) running |= w.running && w.pid == group;
+    if (!running) ::kill(-group, SIGKILL);
+  }
+  if (running_count() == 0) {
+    if (Status s = cgroup_.Kill(); !s.ok()) {
+      Log(LogLevel::kWarning, options_.log_component, "killing the cgroup: {}", s.ToString());
+    }
+  }
 }
 
 bool WorkerGroup::AllExited() const {

@@ -14,10 +14,13 @@
 // and Stop(), destruction and the guardian kill the whole cgroup: that reaches processes that
 // left their process group (setsid) too.
 //
-// The caller must block SIGCHLD (and read it via signalfd or poll) and call Reap() to collect
-// exits. Reap() waits for any child (waitpid(-1)): the process should have no other children
-// whose exit status it needs. Thread safety: not thread-safe; owned by the supervisor loop thread,
-// which must be the thread that spawns (PDEATHSIG follows the spawning thread).
+// The caller must block SIGCHLD (and read it via signalfd or poll) or poll, and call Reap() to
+// collect exits. By default Reap() waits for any child (waitpid(-1)): the process should have no
+// other children whose exit status it needs. With WorkerGroupOptions::reap_any_child = false it
+// waits for its own workers by pid only, so that several WorkerGroups can share a process (e.g.
+// one per gateway replica, each with its own cgroup). SIGCHLD must not be SIG_IGN (the kernel
+// would reap the workers itself). Thread safety: not thread-safe; owned by the supervisor loop
+// thread, which must be the thread that spawns (PDEATHSIG follows the spawning thread).
 #pragma once
 
 #include <sys/types.h>
@@ -51,6 +54,18 @@ struct Worker {
   bool stopped_by_titan = false;  // exit caused by Stop()
 };
 
+struct WorkerGroupOptions {
+  // Reap(): true: waitpid(-1), any child (titan run, a child subreaper, also collects orphaned
+  // grandchildren); false: only this group's workers, by pid.
+  bool reap_any_child = true;
+  // The cgroup directory's name: <prefix>-<pid>-<n> (JobCgroup::Create).
+  std::string cgroup_prefix = "titan-run";
+  // > 0: memory.max of the group's cgroup (JobCgroup::SetMemoryMax), where the machine allows it.
+  int64_t memory_max_bytes = 0;
+  // The component of the group's log lines.
+  std::string log_component = "run";
+};
+
 // "exit code 3", "signal 9 (Killed)".
 std::string DescribeWaitStatus(int wait_status);
 bool WaitStatusSuccess(int wait_status);
@@ -58,10 +73,16 @@ bool WaitStatusSuccess(int wait_status);
 class WorkerGroup {
  public:
   WorkerGroup() = default;
+  explicit WorkerGroup(WorkerGroupOptions options) : options_(std::move(options)) {}
   ~WorkerGroup();  // kills (SIGKILL) whatever still runs in any group it started, and reaps
   WorkerGroup(const WorkerGroup&) = delete;
   WorkerGroup& operator=(const WorkerGroup&) = delete;
 
+  // Makes the group's cgroup (and sets memory.max) now, instead of the first Spawn, which logs
+  // the outcome. Returns why the workers will run without a cgroup of their own (then
+  // !cgroup().valid()) or without memory.max; the caller decides how to report it. Has effect
+  // only once, before the first Spawn; OK after.
+  Status SetUpCgroup();
   // Starts one worker; on exec failure returns an error naming the command and errno and no
   // process is left behind.
   Status Spawn(const WorkerSpec& spec);
@@ -76,9 +97,13 @@ class WorkerGroup {
   void SignalAll(int sig);
   // Waits up to timeout_ns for every worker to exit by itself (reaping); true if all exited.
   bool WaitAll(int64_t timeout_ns);
+  // SIGKILLs what is left in the process groups of exited workers (a restart must not meet the
+  // children of the previous worker) and, when no worker runs, everything in the cgroup.
+  void KillLeftovers();
   bool AllExited() const;
   bool AllSucceeded() const;
   size_t running_count() const;
+  const JobCgroup& cgroup() const { return cgroup_; }
   const std::vector<Worker>& workers() const { return workers_; }
   std::vector<Worker>& workers() { return workers_; }
   // Forgets exited workers (a new generation starts). Precondition: AllExited().
@@ -88,6 +113,7 @@ class WorkerGroup {
   // Forgets (here and in the guardian) the groups with no process left in them.
   void PruneEmptyGroups();
 
+  WorkerGroupOptions options_;
   std::vector<Worker> workers_;
   JobCgroup cgroup_;  // invalid where cgroups are not available to us
   bool cgroup_tried_ = false;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "src/gateway/gateway_command.h"
 #include "src/load/load_command.h"
 #include "tools/titan/commands.h"
 
@@ -26,6 +27,8 @@ constexpr Subcommand kSubcommands[] = {
     {"sim", "project failures, checkpoints and scaling to 10k-100k GPUs", titan::SimCommand},
     {"trace", "analyse multi-rank PyTorch profiler traces; merge agent telemetry",
      titan::TraceCommand},
+    {"gateway", "OpenAI-compatible proxy: admission, limits, routing, batching, ejection",
+     titan::gateway::GatewayCommand},
     {"serve-sim", "a simulated continuous-batching LLM server (OpenAI API, vLLM metrics, faults)",
      titan::ServeSimCommand},
 };

@@ -1,0 +1,337 @@
+// The gateway in-process in front of real serve-sim replicas (also in-process, each on its own
+// ephemeral port), driven over loopback sockets by titan's HTTP client. No timing upper bounds:
+// waits poll for a condition with a generous deadline.
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "src/base/clock.h"
+#include "src/gateway/gateway.h"
+#include "src/http/client.h"
+#include "src/serve_sim/server.h"
+
+namespace titan::gateway {
+namespace {
+
+using nlohmann::json;
+
+std::unique_ptr<serve_sim::ServeSim> StartReplica(int64_t itl_ns = kNsPerMs, int max_seqs = 64) {
+  serve_sim::ServeSimOptions options;
+  options.engine.itl_base_ns = itl_ns;
+  options.engine.prefill_overhead_ns = kNsPerMs;
+  options.engine.prefill_per_token_ns = kNsPerUs;
+  options.engine.max_num_seqs = max_seqs;
+  auto server = serve_sim::ServeSim::Start(options);
+  EXPECT_TRUE(server.ok()) << server.status().ToString();
+  return server.ok() ? std::move(server).value() : nullptr;
+}
+
+std::string UrlOf(int port) { return "http://127.0.0.1:" + std::to_string(port); }
+
+GatewayConfig BaseConfig(const std::vector<int>& ports) {
+  GatewayConfig c;
+  c.listen_port = 0;
+  for (int p : ports) c.replicas.push_back({UrlOf(p), "default"});
+  c.health.interval_ns = 100 * kNsPerMs;
+  c.health.warmup_requests = 1;
+  c.outlier.slow_start_ns = 0;
+  c.scrape_interval_ns = 100 * kNsPerMs;
+  return c;
+}
+
+bool WaitFor(const std::function<bool()>& done, int64_t timeout_ns = 20 * kNsPerSecond) {
+  const int64_t deadline = MonoNowNs() + timeout_ns;
+  while (MonoNowNs() < deadline) {
+    if (done()) return true;
+    SleepUntilMonoNs(MonoNowNs() + 10 * kNsPerMs);
+  }
+  return done();
+}
+
+std::unique_ptr<Gateway> StartGateway(const GatewayConfig& config, size_t ready = 0) {
+  auto gateway = Gateway::Start(config);
+  EXPECT_TRUE(gateway.ok()) << gateway.status().ToString();
+  if (!gateway.ok()) return nullptr;
+  std::unique_ptr<Gateway> g = std::move(gateway).value();
+  const size_t want = ready ? ready : config.replicas.size();
+  EXPECT_TRUE(WaitFor([&] {
+    size_t n = 0;
+    for (const ReplicaSnapshot& r : g->Replicas()) n += r.state == "ready";
+    return n >= want;
+  })) << "replicas did not become ready";
+  return g;
+}
+
+http::FetchedResponse Post(int port, const std::string& path, const std::string& body,
+                           http::Headers headers = {}) {
+  http::OutgoingRequest req;
+  req.target = path;
+  req.body = body;
+  req.headers = std::move(headers);
+  req.headers.push_back({"Content-Type", "application/json"});
+  auto url = http::ParseUrl(UrlOf(port));
+  auto got = http::Fetch(*url, req, 60 * kNsPerSecond);
+  EXPECT_TRUE(got.ok()) << got.status().ToString();
+  return got.ok() ? *got : http::FetchedResponse{};
+}
+
+http::FetchedResponse Get(int port, const std::string& path) {
+  http::OutgoingRequest req;
+  req.method = "GET";
+  req.target = path;
+  auto got = http::Fetch(*http::ParseUrl(UrlOf(port)), req, 30 * kNsPerSecond);
+  EXPECT_TRUE(got.ok()) << got.status().ToString();
+  return got.ok() ? *got : http::FetchedResponse{};
+}
+
+std::string Completion(int max_tokens, bool stream) {
+  return json({{"prompt", "one two three four"},
+               {"max_tokens", max_tokens},
+               {"stream", stream},
+               {"ignore_eos", true}})
+      .dump();
+}
+
+int CountEvents(const std::string& sse) {
+  int n = 0;
+  for (size_t at = sse.find("data: "); at != std::string::npos; at = sse.find("data: ", at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(GatewayProxyTest, RelaysStreamsAndWholeAnswers) {
+  auto a = StartReplica(), b = StartReplica();
+  auto g = StartGateway(BaseConfig({a->port(), b->port()}));
+  ASSERT_NE(g, nullptr);
+  http::FetchedResponse whole = Post(g->port(), "/v1/completions", Completion(5, false));
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  json doc = json::parse(whole.body);
+  EXPECT_EQ(doc["usage"]["completion_tokens"], 5);
+  EXPECT_FALSE(http::FindHeader(whole.headers, "X-Request-Id").empty());
+  http::FetchedResponse stream =
+      Post(g->port(), "/v1/completions", Completion(7, true), {{"X-Request-Id", "my-id-1"}});
+  ASSERT_EQ(stream.status, 200);
+  EXPECT_EQ(CountEvents(stream.body), 8) << stream.body;  // 7 tokens + [DONE]
+  EXPECT_NE(stream.body.find("data: [DONE]"), std::string::npos);
+  EXPECT_EQ(http::FindHeader(stream.headers, "X-Request-Id"), "my-id-1");
+  EXPECT_EQ(Get(g->port(), "/healthz").status, 200);
+  const std::string metrics = Get(g->port(), "/metrics").body;
+  EXPECT_NE(metrics.find("titan_gateway_requests_total{code=\"2xx\"} 2"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("titan_gateway_queue_depth_window_max{class=\"default\"}"),
+            std::string::npos);
+  const GatewayCounters c = g->Counters();
+  EXPECT_EQ(c.requests, 2u);
+  EXPECT_EQ(c.admitted, 2u);
+  EXPECT_EQ(c.in_flight, 0u);
+}
+
+TEST(GatewayProxyTest, BadInputGetsAClearErrorNamingTheLimit) {
+  auto a = StartReplica();
+  GatewayConfig config = BaseConfig({a->port()});
+  config.limits.max_tokens = 100;
+  config.limits.max_body_bytes = 4096;
+  config.limits.max_prompt_tokens = 50;
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+  auto expect = [&](const std::string& body, int status, const std::string& words) {
+    http::FetchedResponse r = Post(g->port(), "/v1/completions", body);
+    EXPECT_EQ(r.status, status) << body << " -> " << r.body;
+    EXPECT_NE(r.body.find(words), std::string::npos) << r.body;
+  };
+  expect("{\"prompt\": \"x\", ", 400, "not valid JSON");
+  expect("{\"prompt\": \"\xff\xfe\"}", 400, "UTF-8");
+  expect(R"({"prompt":"x","n":2})", 400, "limits.max_n");
+  expect(R"({"prompt":"x","max_tokens":101})", 400, "limits.max_tokens");
+  expect(json({{"prompt", std::string(1000, 'a')}}).dump(), 400, "limits.max_prompt_tokens");
+  expect(json({{"prompt", std::string(5000, 'a')}}).dump(), 413, "4096 bytes");
+  EXPECT_EQ(Get(g->port(), "/nope").status, 404);
+  EXPECT_EQ(Get(g->port(), "/v1/completions").status, 405);
+  http::FetchedResponse bad_deadline =
+      Post(g->port(), "/v1/completions", Completion(1, false), {{"x-titan-deadline-ms", "soon"}});
+  EXPECT_EQ(bad_deadline.status, 400);
+  // Nothing of this reached the replica or stayed in flight.
+  EXPECT_EQ(a->engine_stats().finished_length, 1u);  // the warm-up only
+  EXPECT_EQ(g->Counters().invalid, 6u);
+}
+
+TEST(GatewayAdmissionTest, AFullQueueGets429WithRetryAfter) {
+  auto a = StartReplica(20 * kNsPerMs);  // 50 tokens: about 1 s per request
+  GatewayConfig config = BaseConfig({a->port()});
+  config.admission.max_inflight_per_replica = 1;
+  for (PriorityClass& pc : config.admission.classes) pc.max_queue = 1;
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+  std::atomic<int> ok{0}, limited{0}, retry_after{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back([&] {
+      http::FetchedResponse r = Post(g->port(), "/v1/completions", Completion(50, true));
+      if (r.status == 200) ++ok;
+      if (r.status == 429) {
+        ++limited;
+        if (!http::FindHeader(r.headers, "Retry-After").empty()) ++retry_after;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok.load(), 2);  // one seated, one queued
+  EXPECT_EQ(limited.load(), 2);
+  EXPECT_EQ(retry_after.load(), 2);
+  EXPECT_EQ(g->Counters().shed, 2u);
+  EXPECT_NE(g->Metrics().find("titan_gateway_rejections_total{reason=\"queue_full\"} 2"),
+            std::string::npos);
+}
+
+TEST(GatewayAdmissionTest, ExpiredDeadlinesAreShedAndNoReplicaGets503) {
+  auto a = StartReplica(20 * kNsPerMs);
+  GatewayConfig config = BaseConfig({a->port()});
+  config.admission.max_inflight_per_replica = 1;
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+  std::thread busy([&] { Post(g->port(), "/v1/completions", Completion(50, false)); });
+  ASSERT_TRUE(WaitFor([&] { return g->Counters().in_flight == 1; }));
+  // Waits 100 ms at most for a seat that frees in about a second.
+  http::FetchedResponse late =
+      Post(g->port(), "/v1/completions", Completion(1, false), {{"x-titan-deadline-ms", "100"}});
+  EXPECT_EQ(late.status, 429) << late.body;
+  busy.join();
+  a->Stop();
+  ASSERT_TRUE(WaitFor([&] { return g->Replicas()[0].state != "ready"; }));
+  http::FetchedResponse none = Post(g->port(), "/v1/completions", Completion(1, false));
+  EXPECT_EQ(none.status, 503) << none.body;
+  EXPECT_EQ(Get(g->port(), "/healthz").status, 503);
+}
+
+TEST(GatewayRetryTest, RequestsToADeadReplicaAreRetriedElsewhereAndItIsEjected) {
+  auto a = StartReplica(), b = StartReplica();
+  GatewayConfig config = BaseConfig({a->port(), b->port()});
+  config.health.interval_ns = 60 * kNsPerSecond;  // only request failures can eject here
+  config.outlier.consecutive_failures = 2;
+  config.routing.policy = RoutingPolicy::kRoundRobin;
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+  b->Stop();
+  for (int i = 0; i < 10; ++i) {
+    http::FetchedResponse r = Post(g->port(), "/v1/completions", Completion(3, i % 2 == 0));
+    EXPECT_EQ(r.status, 200) << r.body;
+  }
+  const GatewayCounters c = g->Counters();
+  EXPECT_GE(c.retries, 2u);
+  EXPECT_EQ(c.ejections, 1u);
+  std::vector<ReplicaSnapshot> replicas = g->Replicas();
+  EXPECT_EQ(replicas[1].state, "ejected");
+  EXPECT_EQ(replicas[0].state, "ready");
+}
+
+TEST(GatewayOutlierTest, ASlowReplicaIsEjectedAndItsTrafficMoves) {
+  auto a = StartReplica(2 * kNsPerMs), b = StartReplica(2 * kNsPerMs),
+       slow = StartReplica(2 * kNsPerMs);
+  GatewayConfig config = BaseConfig({a->port(), b->port(), slow->port()});
+  config.outlier.interval_ns = 300 * kNsPerMs;
+  config.outlier.min_requests = 2;
+  config.outlier.base_ejection_ns = 60 * kNsPerSecond;
+  config.routing.policy = RoutingPolicy::kRoundRobin;
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+  http::FetchedResponse fault = Post(slow->port(), "/admin/fault", R"({"slow":5})");
+  ASSERT_EQ(fault.status, 200) << fault.body;
+  std::atomic<bool> stop{false};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.emplace_back([&] {
+      while (!stop) {
+        if (Post(g->port(), "/v1/completions", Completion(20, true)).status != 200) ++failed;
+      }
+    });
+  }
+  const bool ejected = WaitFor([&] { return g->Replicas()[2].state == "ejected"; });
+  stop = true;
+  for (auto& t : clients) t.join();
+  EXPECT_TRUE(ejected);
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(g->Replicas()[0].state, "ready");
+  EXPECT_EQ(g->Replicas()[1].state, "ready");
+  // After the ejection, the slow replica gets nothing new.
+  const uint64_t before = slow->engine_stats().finished_length;
+  for (int i = 0; i < 6; ++i) Post(g->port(), "/v1/completions", Completion(2, false));
+  EXPECT_EQ(slow->engine_stats().finished_length, before);
+}
+
+TEST(GatewayBatchingTest, EmbeddingsAreMergedAndSplitBack) {
+  auto a = StartReplica();
+  GatewayConfig config = BaseConfig({a->port()});
+  config.batching.enabled = true;
+  config.batching.max_batch_size = 4;
+  config.batching.max_queue_delay_ns = 500 * kNsPerMs;
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+  std::vector<std::thread> clients;
+  std::atomic<int> good{0};
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back([&, i] {
+      http::FetchedResponse r =
+          Post(g->port(), "/v1/embeddings",
+               json({{"input", "text number " + std::to_string(i)}, {"model", "m"}}).dump());
+      if (r.status != 200) return;
+      json doc = json::parse(r.body);
+      if (doc["data"].size() == 1 && doc["data"][0]["index"] == 0 &&
+          doc["data"][0]["embedding"].size() == 64) {
+        ++good;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(good.load(), 4);
+  const GatewayCounters c = g->Counters();
+  EXPECT_EQ(c.batched, 4u);
+  EXPECT_LT(c.batches, 4u);  // at least two shared an upstream request
+}
+
+TEST(GatewayReloadTest, AReloadChangesLimitsAndABadOneIsRefused) {
+  auto a = StartReplica();
+  GatewayConfig config = BaseConfig({a->port()});
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+  const std::string two = R"({"prompt":"x y","max_tokens":1,"n":2})";
+  EXPECT_EQ(Post(g->port(), "/v1/completions", two).status, 400);
+  GatewayConfig next = config;
+  next.limits.max_n = 4;
+  next.limits.max_tokens = 10;
+  ASSERT_TRUE(g->Reload(next).ok());
+  // serve-sim itself takes only n=1: the gateway now lets it through and relays its 400.
+  http::FetchedResponse relayed = Post(g->port(), "/v1/completions", two);
+  EXPECT_EQ(relayed.status, 400);
+  EXPECT_EQ(relayed.body.find("limits.max_n"), std::string::npos) << relayed.body;
+  EXPECT_EQ(Post(g->port(), "/v1/completions", R"({"prompt":"x","max_tokens":11})").status, 400);
+  GatewayConfig bad = next;
+  bad.launch.command = "serve --port {port}";
+  Status refused = g->Reload(bad);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("restart"), std::string::npos);
+  EXPECT_EQ(Post(g->port(), "/v1/completions", Completion(1, false)).status, 200);
+}
+
+TEST(GatewayDrainTest, DrainFinishesInFlightRequestsAndRefusesNewOnes) {
+  auto a = StartReplica(10 * kNsPerMs);
+  auto g = StartGateway(BaseConfig({a->port()}));
+  ASSERT_NE(g, nullptr);
+  http::FetchedResponse streamed;
+  std::thread client([&] { streamed = Post(g->port(), "/v1/completions", Completion(60, true)); });
+  ASSERT_TRUE(WaitFor([&] { return g->Counters().in_flight == 1; }));
+  EXPECT_EQ(g->Drain(), 0);
+  client.join();
+  EXPECT_EQ(streamed.status, 200);
+  EXPECT_EQ(CountEvents(streamed.body), 61);
+}
+
+}  // namespace
+}  // namespace titan::gateway

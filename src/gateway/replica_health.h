@@ -1,0 +1,101 @@
+// ReplicaHealth: whether one replica gets traffic, and why not. Free of I/O: the gateway feeds
+// it health-check results, request outcomes and per-interval latency numbers; it answers
+// Routable() and Weight() and returns the transitions to log.
+//
+// States:
+//   starting  not yet answering its health check (a launched replica loading its model);
+//   warming   healthy; the gateway sends it warm-up requests before any traffic;
+//   ready     gets traffic; for outlier.slow_start after (re)admission its routing weight
+//             ramps from 0.1 to 1, so a cold replica is not flooded at once;
+//   ejected   out of rotation until `until_ns`, then back to warming once a health check
+//             passes. Ejection lasts outlier.base_ejection * 2^(ejections-1), capped at
+//             outlier.max_ejection; `ejections` goes back to 0 after a clean max_ejection.
+//   down      its process exited (supervised replicas); back to starting when respawned.
+// Causes of ejection: failed health checks in a row (health.failures_to_eject), failures in a
+// row (circuit breaker, outlier.consecutive_failures), an interval error rate over
+// outlier.error_rate, or TTFT / ITL over outlier.latency_ratio times the peers' median for
+// outlier.consecutive_intervals intervals (EvaluateOutliers). Outlier rules never eject more
+// than outlier.max_ejected_fraction of the replicas; health checks and exits always count.
+//
+// Thread safety: none; owned by the gateway's event loop.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/gateway/config.h"
+
+namespace titan::gateway {
+
+enum class ReplicaState { kStarting, kWarming, kReady, kEjected, kDown };
+std::string_view ReplicaStateName(ReplicaState state);
+
+// A state change to report: {from, to, reason}.
+struct Transition {
+  ReplicaState from, to;
+  std::string reason;       // "3 failed health checks", "itl 5.1x the peers' median", ...
+  int64_t ejection_ns = 0;  // for ejections: how long
+};
+
+// What one replica did during one outlier interval.
+struct IntervalStats {
+  size_t requests = 0;  // finished (ok or not)
+  size_t failures = 0;
+  double ttft_sum_ns = 0;
+  size_t ttft_count = 0;
+  double itl_sum_ns = 0;  // mean gap between a stream's chunks, summed over streams
+  size_t itl_count = 0;
+};
+
+class ReplicaHealth {
+ public:
+  ReplicaHealth(const HealthConfig* health, const OutlierConfig* outlier, ReplicaState initial)
+      : health_(health), outlier_(outlier), state_(initial) {}
+
+  ReplicaState state() const { return state_; }
+  bool Routable() const { return state_ == ReplicaState::kReady; }
+  // Slow-start weight in (0, 1] at monotonic `now_ns`.
+  double Weight(int64_t now_ns) const;
+  int ejections() const { return ejections_; }
+  int64_t ejected_until_ns() const { return until_ns_; }
+
+  std::optional<Transition> OnHealthCheck(bool ok, int64_t now_ns);
+  // Warm-up done: warming -> ready.
+  std::optional<Transition> OnWarmedUp(int64_t now_ns);
+  // A request that reached (or tried to reach) this replica ended.
+  std::optional<Transition> OnRequestEnd(bool ok, int64_t now_ns);
+  // Outlier verdict (from EvaluateOutliers).
+  std::optional<Transition> Eject(std::string reason, int64_t now_ns);
+  std::optional<Transition> OnProcessExit(std::string detail);
+  std::optional<Transition> OnProcessStart();
+
+  // Outlier bookkeeping: intervals in a row over the latency ratio.
+  int slow_intervals = 0;
+
+ private:
+  std::optional<Transition> MoveTo(ReplicaState to, std::string reason, int64_t ejection_ns = 0);
+
+  const HealthConfig* health_;
+  const OutlierConfig* outlier_;
+  ReplicaState state_;
+  int failed_checks_ = 0;
+  int failures_in_row_ = 0;
+  int ejections_ = 0;
+  int64_t until_ns_ = 0;
+  int64_t ready_since_ns_ = 0;
+  int64_t last_ejection_end_ns_ = 0;
+};
+
+// One interval's verdicts: for each replica (same order as `stats`, whose entries are only the
+// routable replicas' numbers), the reason to eject it, or "" to keep it. Updates each
+// replica's slow_intervals. `replicas_total` counts every replica (for the ejected fraction),
+// `already_out` those not routable now.
+std::vector<std::string> EvaluateOutliers(const std::vector<IntervalStats>& stats,
+                                          std::vector<ReplicaHealth*> healths,
+                                          const OutlierConfig& config, size_t replicas_total,
+                                          size_t already_out);
+
+}  // namespace titan::gateway
