@@ -8,6 +8,10 @@
 #include <thread>
 #include <vector>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -160,6 +164,72 @@ TEST(GatewayProxyTest, BadInputGetsAClearErrorNamingTheLimit) {
   // Nothing of this reached the replica or stayed in flight.
   EXPECT_EQ(a->engine_stats().finished_length, 1u);  // the warm-up only
   EXPECT_EQ(g->Counters().invalid, 6u);
+}
+
+// A replica that passes its health checks but answers the API with bytes that are not HTTP.
+class GarbageReplica {
+ public:
+  GarbageReplica() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    socklen_t len = sizeof(addr);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    listen(fd_, 64);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~GarbageReplica() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  void Serve() {
+    for (;;) {
+      const int c = accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      std::string request;
+      char buffer[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = read(c, buffer, sizeof(buffer));
+        if (n <= 0) break;
+        request.append(buffer, static_cast<size_t>(n));
+      }
+      const std::string answer =
+          request.starts_with("GET /health")
+              ? "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+              : "this is not HTTP at all\r\n\r\n";
+      ssize_t ignored = write(c, answer.data(), answer.size());
+      (void)ignored;
+      close(c);
+    }
+  }
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST(GatewayProxyTest, AReplicaAnsweringGarbageGetsAClear502AndIsCounted) {
+  GarbageReplica garbage;
+  GatewayConfig config = BaseConfig({garbage.port()});
+  config.retries = 0;
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+  for (bool stream : {false, true}) {
+    http::FetchedResponse r = Post(g->port(), "/v1/completions", Completion(3, stream));
+    EXPECT_EQ(r.status, 502) << r.body;
+    EXPECT_NE(r.body.find("upstream_error"), std::string::npos) << r.body;
+  }
+  EXPECT_NE(g->Metrics().find("titan_gateway_upstream_errors_total{replica=\"" +
+                              UrlOf(garbage.port()) + "\"} 2"),
+            std::string::npos)
+      << g->Metrics();
+  EXPECT_EQ(g->Counters().in_flight, 0u);
 }
 
 TEST(GatewayAdmissionTest, AFullQueueGets429WithRetryAfter) {

@@ -21,67 +21,93 @@ std::vector<double> LatencyBuckets() {
 const SignalDesc kQueueDepth{"titan_gateway_queue_depth",
                              "Requests waiting in the gateway's queue",
                              SignalKind::kGauge,
-                             {"class"}};
+                             {"class"},
+                             {},
+                             false};
 const SignalDesc kInflight{"titan_gateway_inflight",
                            "Requests sent to a replica and not finished",
                            SignalKind::kGauge,
-                           {"replica"}};
+                           {"replica"},
+                           {},
+                           false};
 const SignalDesc kReady{"titan_gateway_replica_ready",
                         "1 when the replica gets traffic",
                         SignalKind::kGauge,
-                        {"replica"}};
+                        {"replica"},
+                        {},
+                        false};
 const SignalDesc kInflightLimit{"titan_gateway_inflight_limit",
                                 "Requests the gateway sends a replica at once (adaptive)",
                                 SignalKind::kGauge,
-                                {"replica"}};
+                                {"replica"},
+                                {},
+                                false};
 const SignalDesc kBatchSize{"titan_gateway_batch_size",
                             "Client requests merged per upstream batch",
                             SignalKind::kGauge,
                             {},
-                            {1, 2, 4, 8, 16, 32, 64, 128, 256}};
+                            {1, 2, 4, 8, 16, 32, 64, 128, 256},
+                            false};
 const SignalDesc kQueueSeconds{"titan_gateway_queue_seconds",
                                "Time a request waited for a seat",
                                SignalKind::kGauge,
                                {},
-                               LatencyBuckets()};
+                               LatencyBuckets(),
+                               false};
 const SignalDesc kTtftSeconds{"titan_gateway_ttft_seconds",
                               "Time to the first token (streams) or the answer, at the gateway",
                               SignalKind::kGauge,
                               {},
-                              LatencyBuckets()};
+                              LatencyBuckets(),
+                              false};
 const SignalDesc kE2eSeconds{"titan_gateway_e2e_seconds",
                              "Time from arrival to the last byte",
                              SignalKind::kGauge,
                              {},
-                             LatencyBuckets()};
+                             LatencyBuckets(),
+                             false};
 const SignalDesc kSloMet{"titan_gateway_slo_met_ratio",
                          "1 when an admitted request met ttft_slo; the window mean is attainment",
                          SignalKind::kGauge,
-                         {}};
+                         {},
+                         {},
+                         false};
 const SignalDesc kRequests{"titan_gateway_requests_total",
                            "Answers sent, by status class",
                            SignalKind::kCounter,
-                           {"code"}};
+                           {"code"},
+                           {},
+                           false};
 const SignalDesc kRejections{"titan_gateway_rejections_total",
                              "Requests refused, by reason",
                              SignalKind::kCounter,
-                             {"reason"}};
+                             {"reason"},
+                             {},
+                             false};
 const SignalDesc kEjections{"titan_gateway_ejections_total",
                             "Times a replica was ejected",
                             SignalKind::kCounter,
-                            {"replica"}};
+                            {"replica"},
+                            {},
+                            false};
 const SignalDesc kUpstreamErrors{"titan_gateway_upstream_errors_total",
                                  "Requests a replica failed (connect, reset, 5xx, garbage)",
                                  SignalKind::kCounter,
-                                 {"replica"}};
+                                 {"replica"},
+                                 {},
+                                 false};
 const SignalDesc kRetries{"titan_gateway_retries_total",
                           "Requests retried on another replica before their first byte",
                           SignalKind::kCounter,
-                          {}};
+                          {},
+                          {},
+                          false};
 const SignalDesc kCompletionTokens{"titan_gateway_completion_tokens_total",
                                    "Completion tokens relayed (usage, else streamed chunks)",
                                    SignalKind::kCounter,
-                                   {}};
+                                   {},
+                                   {},
+                                   false};
 
 }  // namespace
 
