@@ -1,6 +1,7 @@
 // The gateway in-process in front of real serve-sim replicas (also in-process, each on its own
 // ephemeral port), driven over loopback sockets by titan's HTTP client. No timing upper bounds:
 // waits poll for a condition with a generous deadline.
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -278,6 +279,57 @@ TEST(GatewayAdmissionTest, ExpiredDeadlinesAreShedAndNoReplicaGets503) {
   http::FetchedResponse none = Post(g->port(), "/v1/completions", Completion(1, false));
   EXPECT_EQ(none.status, 503) << none.body;
   EXPECT_EQ(Get(g->port(), "/healthz").status, 503);
+}
+
+TEST(GatewayAdmissionTest, ATokenBudgetKeepsTwoLargeRequestsApart) {
+  auto a = StartReplica(10 * kNsPerMs);
+  GatewayConfig config = BaseConfig({a->port()});
+  config.admission.token_budget_per_replica = 100;  // one request of 4 + 60 tokens fits
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+  std::atomic<int> ok{0};
+  std::atomic<uint64_t> most_in_flight{0};
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    while (!done) {
+      most_in_flight = std::max<uint64_t>(most_in_flight, g->Counters().in_flight);
+      SleepUntilMonoNs(MonoNowNs() + 2 * kNsPerMs);
+    }
+  });
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.emplace_back([&] {
+      if (Post(g->port(), "/v1/completions", Completion(60, true)).status == 200) ++ok;
+    });
+  }
+  for (auto& t : clients) t.join();
+  done = true;
+  watcher.join();
+  EXPECT_EQ(ok.load(), 3);
+  EXPECT_EQ(most_in_flight.load(), 1u);  // 8 seats, but the budget holds one at a time
+}
+
+TEST(GatewayAdmissionTest, TheAdaptiveLimitShrinksWhileTtftIsOverTarget) {
+  auto a = StartReplica(20 * kNsPerMs, /*max_seqs=*/2);  // 2 seats: the rest queue inside
+  GatewayConfig config = BaseConfig({a->port()});
+  config.admission.max_inflight_per_replica = 16;
+  config.admission.adaptive = true;
+  config.admission.min_inflight = 2;
+  config.admission.target_ttft_ns = 50 * kNsPerMs;
+  config.outlier.interval_ns = 200 * kNsPerMs;
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 12; ++i) {
+    clients.emplace_back([&] {
+      while (!stop) Post(g->port(), "/v1/completions", Completion(10, true));
+    });
+  }
+  const bool shrunk = WaitFor([&] { return g->Replicas()[0].limit == 2; });
+  stop = true;
+  for (auto& t : clients) t.join();
+  EXPECT_TRUE(shrunk) << "limit " << g->Replicas()[0].limit;
 }
 
 TEST(GatewayRetryTest, RequestsToADeadReplicaAreRetriedElsewhereAndItIsEjected) {
