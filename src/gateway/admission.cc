@@ -105,24 +105,39 @@ const Waiter* FairQueue::Peek() const {
   return nullptr;
 }
 
-Waiter FairQueue::Pop() {
-  for (Class& c : classes_) {
-    if (c.order.empty()) continue;
-    auto it = c.order.begin();
-    c.virtual_time = std::max(c.virtual_time, it->first.tag);
-    Waiter w = std::move(it->second);
-    c.order.erase(it);
-    by_id_.erase(w.id);
-    // Tenants whose finish tag fell behind the virtual time start afresh anyway: drop them.
-    if (c.finish.size() > 2 * c.order.size() + 64) {
-      for (auto f = c.finish.begin(); f != c.finish.end();) {
-        f = f->second <= c.virtual_time ? c.finish.erase(f) : std::next(f);
-      }
+std::vector<const Waiter*> FairQueue::Front(size_t limit) const {
+  std::vector<const Waiter*> out;
+  for (const Class& c : classes_) {
+    for (const auto& [entry, w] : c.order) {
+      if (out.size() >= limit) return out;
+      out.push_back(&w);
     }
-    return w;
   }
-  TITAN_CHECK(false) << "Pop on an empty queue";
-  return {};
+  return out;
+}
+
+Waiter FairQueue::Pop() {
+  const Waiter* head = Peek();
+  TITAN_CHECK(head != nullptr) << "Pop on an empty queue";
+  return Take(head->id);
+}
+
+Waiter FairQueue::Take(uint64_t id) {
+  auto found = by_id_.find(id);
+  TITAN_CHECK(found != by_id_.end()) << "Take of a waiter that is not queued";
+  Class& c = classes_[found->second.first];
+  auto it = c.order.find(found->second.second);
+  c.virtual_time = std::max(c.virtual_time, it->first.tag);
+  Waiter w = std::move(it->second);
+  c.order.erase(it);
+  by_id_.erase(found);
+  // Tenants whose finish tag fell behind the virtual time start afresh anyway: drop them.
+  if (c.finish.size() > 2 * c.order.size() + 64) {
+    for (auto f = c.finish.begin(); f != c.finish.end();) {
+      f = f->second <= c.virtual_time ? c.finish.erase(f) : std::next(f);
+    }
+  }
+  return w;
 }
 
 bool FairQueue::Remove(uint64_t id) {

@@ -60,8 +60,14 @@ class FairQueue {
   Shed Push(Waiter w);
   // The next waiter to dispatch, or nullptr when none waits. Valid until the next change.
   const Waiter* Peek() const;
+  // Up to `limit` waiters in dispatch order (Peek() first): the dispatcher looks past a waiter
+  // that must wait for its own replica (affinity) or for room in a token budget.
+  std::vector<const Waiter*> Front(size_t limit) const;
   // Removes and returns Peek()'s waiter. Precondition: Peek() != nullptr.
   Waiter Pop();
+  // Removes waiter `id` for dispatch (it is served: the class's virtual time advances to its
+  // tag). Precondition: `id` is queued.
+  Waiter Take(uint64_t id);
   // Removes waiter `id` (timed out, cancelled). False when it is not queued.
   bool Remove(uint64_t id);
 

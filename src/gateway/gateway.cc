@@ -309,26 +309,34 @@ struct Gateway::Impl : std::enable_shared_from_this<Gateway::Impl> {
   }
 
   // ---- admission ----
+  // Seats `t` on a replica, or returns nullptr when none may take it now. Affinity routing
+  // (prefix, session with a key) chooses among every routable replica, full ones included,
+  // and waits for its choice's seat: spilling to whichever replica has a seat would scatter a
+  // prefix whenever the replicas are busy. The router's load bound still moves a key off a
+  // replica that is loaded well above the others.
   Replica* TryPick(Ticket& t) {
     std::vector<Candidate> candidates;
     std::vector<Replica*> by_candidate;
+    std::vector<bool> has_seat;
     const int64_t now = MonoNowNs();
     const int64_t budget = config.admission.token_budget_per_replica;
+    const bool affinity = t.key && (config.routing.policy == RoutingPolicy::kPrefix ||
+                                    config.routing.policy == RoutingPolicy::kSession);
     for (const auto& rp : replicas) {
       Replica& r = *rp;
       if (r.removed || r.pool != t.pool || !r.health.Routable() || t.exclude.count(r.index)) {
         continue;
       }
-      if (r.in_flight >= r.limit) {
-        r.saturated = true;
-        continue;
-      }
-      if (budget > 0 && r.in_flight > 0 && r.tokens + t.tokens > budget) continue;
+      const bool seat = r.in_flight < r.limit &&
+                        (budget == 0 || r.in_flight == 0 || r.tokens + t.tokens <= budget);
+      if (r.in_flight >= r.limit) r.saturated = true;
+      if (!seat && !affinity) continue;
       candidates.push_back({r.index, r.in_flight, r.queued, r.health.Weight(now)});
       by_candidate.push_back(&r);
+      has_seat.push_back(seat);
     }
     const int pick = router->Pick(candidates, t.key);
-    if (pick < 0) return nullptr;
+    if (pick < 0 || !has_seat[pick]) return nullptr;
     Replica* r = by_candidate[pick];
     ++r->in_flight;
     r->tokens += t.tokens;
@@ -358,15 +366,22 @@ struct Gateway::Impl : std::enable_shared_from_this<Gateway::Impl> {
 
   void Dispatch() {
     bool changed = false;
+    // The first waiter that can be seated goes, looking at most kLookahead deep: one that
+    // waits for its own replica's seat (affinity) or for budget room does not hold up the rest.
+    constexpr size_t kLookahead = 32;
     for (auto& [pool, queue] : queues) {
-      while (const Waiter* w = queue.Peek()) {
-        Ticket* t = static_cast<Ticket*>(w->owner);
-        Replica* r = TryPick(*t);
-        if (!r) break;
-        queue.Pop();
-        t->assigned = r;
-        t->wake->Notify();
-        changed = true;
+      for (bool seated = true; seated;) {
+        seated = false;
+        for (const Waiter* w : queue.Front(kLookahead)) {
+          Ticket* t = static_cast<Ticket*>(w->owner);
+          Replica* r = TryPick(*t);
+          if (!r) continue;
+          queue.Take(t->id);
+          t->assigned = r;
+          t->wake->Notify();
+          changed = seated = true;
+          break;  // Front's pointers are stale now
+        }
       }
     }
     if (changed) RecordQueueDepths();
