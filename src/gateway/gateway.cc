@@ -1198,7 +1198,15 @@ struct Gateway::Impl : std::enable_shared_from_this<Gateway::Impl> {
     r->checking = false;
     if (stopping || r->removed) co_return;
     const bool ok = got.ok() && got->status == 200;
-    Record(r->health.OnHealthCheck(ok, MonoNowNs()), *r);
+    // A refused connection or a bad answer is the replica's doing; a timeout may be our own
+    // loop's, so it never ejects the last ready replica of a pool.
+    const bool timed_out = !got.ok() && got.status().code() == StatusCode::kDeadlineExceeded;
+    bool other_ready = false;
+    for (const auto& other : replicas) {
+      other_ready |=
+          other.get() != r && !other->removed && other->pool == r->pool && other->health.Routable();
+    }
+    Record(r->health.OnHealthCheck(ok, MonoNowNs(), !timed_out || other_ready), *r);
   }
 
   awaitable<void> Scrape(Replica* r) {

@@ -1468,5 +1468,17 @@ TEST(StreamMeterTest, CompletionTokensOfSaneIntegersOnly) {
   EXPECT_EQ(CompletionTokensOf(""), -1);
 }
 
+TEST_F(ReplicaHealthTest, FailedChecksThatMayNotEjectOnlyCount) {
+  ReplicaHealth h = Ready(0);
+  for (int i = 1; i <= 5; ++i) {
+    EXPECT_FALSE(h.OnHealthCheck(false, i * kSec, /*may_eject=*/false).has_value());
+  }
+  EXPECT_EQ(h.state(), ReplicaState::kReady);
+  // Once ejection is allowed, the failures already counted eject at the next failure.
+  std::optional<Transition> t = h.OnHealthCheck(false, 6 * kSec, true);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->to, ReplicaState::kEjected);
+}
+
 }  // namespace
 }  // namespace titan::gateway

@@ -39,11 +39,12 @@ std::optional<Transition> ReplicaHealth::MoveTo(ReplicaState to, std::string rea
   return t;
 }
 
-std::optional<Transition> ReplicaHealth::OnHealthCheck(bool ok, int64_t now_ns) {
+std::optional<Transition> ReplicaHealth::OnHealthCheck(bool ok, int64_t now_ns, bool may_eject) {
   if (state_ == ReplicaState::kDown) return std::nullopt;
   if (!ok) {
     ++failed_checks_;
-    if (state_ == ReplicaState::kReady && failed_checks_ >= health_->failures_to_eject) {
+    if (may_eject && state_ == ReplicaState::kReady &&
+        failed_checks_ >= health_->failures_to_eject) {
       return Eject(fmt::format("{} failed health checks in a row", failed_checks_), now_ns);
     }
     return std::nullopt;

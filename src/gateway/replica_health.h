@@ -62,7 +62,11 @@ class ReplicaHealth {
   int ejections() const { return ejections_; }
   int64_t ejected_until_ns() const { return until_ns_; }
 
-  std::optional<Transition> OnHealthCheck(bool ok, int64_t now_ns);
+  // A health check's result. With `may_eject` false, failures are counted but do not eject
+  // (the gateway passes false for a timed-out check of the last ready replica of its pool:
+  // a gateway whose own loop is overloaded times out its checks, and ejecting the only
+  // replica would turn slowness into 503s for everyone).
+  std::optional<Transition> OnHealthCheck(bool ok, int64_t now_ns, bool may_eject = true);
   // Warm-up done: warming -> ready.
   std::optional<Transition> OnWarmedUp(int64_t now_ns);
   // A request that reached (or tried to reach) this replica ended.
