@@ -665,25 +665,33 @@ struct Gateway::Impl : std::enable_shared_from_this<Gateway::Impl> {
     co_await RespondError(ex, c, 400, "invalid_request_error", message, kNoHeaders);
   }
 
+  // The replica's token count of `text` through its /tokenize (llama.cpp's {"content"} and
+  // vLLM's {"prompt"} forms both answered), or -1 when it has none or fails.
+  awaitable<int64_t> Tokenize(Replica& r, const std::string& text) {
+    http::OutgoingRequest req;
+    req.target = r.url.path + "/tokenize";
+    req.host = r.host_header;
+    req.headers = {{"Content-Type", "application/json"}};
+    req.body = nlohmann::json({{"content", text}, {"prompt", text}}).dump();
+    Result<http::FetchedResponse> got =
+        co_await http::FetchAsync(r.endpoint, req, config.health.timeout_ns);
+    if (!got.ok() || got->status != 200) co_return -1;
+    auto doc = nlohmann::json::parse(got->body, nullptr, false);
+    if (doc.is_object() && doc.contains("tokens") && doc["tokens"].is_array()) {
+      co_return static_cast<int64_t>(doc["tokens"].size());
+    }
+    if (doc.is_object() && doc.contains("count") && doc["count"].is_number_integer()) {
+      co_return doc["count"].get<int64_t>();
+    }
+    co_return -1;
+  }
+
+  // The exact prompt length from a ready replica of `pool`, or -1.
   awaitable<int64_t> ExactTokens(const std::string& pool, const std::string& text) {
     for (const auto& r : replicas) {
       if (r->removed || r->pool != pool || !r->health.Routable()) continue;
-      http::OutgoingRequest req;
-      req.target = r->url.path + "/tokenize";
-      req.host = r->host_header;
-      req.headers = {{"Content-Type", "application/json"}};
-      req.body = nlohmann::json({{"content", text}, {"prompt", text}}).dump();
-      Result<http::FetchedResponse> got =
-          co_await http::FetchAsync(r->endpoint, req, config.health.timeout_ns);
-      if (!got.ok() || got->status != 200) co_return -1;
-      auto doc = nlohmann::json::parse(got->body, nullptr, false);
-      if (doc.is_object()) {
-        if (doc.contains("tokens") && doc["tokens"].is_array()) co_return doc["tokens"].size();
-        if (doc.contains("count") && doc["count"].is_number_integer()) {
-          co_return doc["count"].get<int64_t>();
-        }
-      }
-      co_return -1;
+      const int64_t count = co_await Tokenize(*r, text);
+      co_return count;
     }
     co_return -1;
   }
@@ -1168,21 +1176,7 @@ struct Gateway::Impl : std::enable_shared_from_this<Gateway::Impl> {
         "The gateway estimates prompt lengths from their size in bytes. This sentence and the "
         "next one give it the ratio of this replica's tokenizer: plain English words, numbers "
         "such as 1024 and 3.14, and punctuation, the mix most prompts have.";
-    http::OutgoingRequest req;
-    req.target = r.url.path + "/tokenize";
-    req.host = r.host_header;
-    req.headers = {{"Content-Type", "application/json"}};
-    req.body = nlohmann::json({{"content", kSample}, {"prompt", kSample}}).dump();
-    Result<http::FetchedResponse> got =
-        co_await http::FetchAsync(r.endpoint, req, config.health.timeout_ns);
-    if (!got.ok() || got->status != 200) co_return;
-    auto doc = nlohmann::json::parse(got->body, nullptr, false);
-    int64_t count = -1;
-    if (doc.is_object() && doc.contains("tokens") && doc["tokens"].is_array()) {
-      count = static_cast<int64_t>(doc["tokens"].size());
-    } else if (doc.is_object() && doc.contains("count") && doc["count"].is_number_integer()) {
-      count = doc["count"].get<int64_t>();
-    }
+    const int64_t count = co_await Tokenize(r, kSample);
     if (count <= 0) co_return;
     chars_per_token = static_cast<double>(kSample.size()) / count;
     telemetry.Event("calibrated", r.name, {{"chars_per_token", chars_per_token}});
