@@ -184,7 +184,7 @@ std::string BearerKey(std::string_view authorization) {
 
 }  // namespace
 
-struct Gateway::Impl : std::enable_shared_from_this<Gateway::Impl> {
+struct Gateway::Impl {
   GatewayConfig config;
   HealthConfig health_config;  // stable addresses for ReplicaHealth
   OutlierConfig outlier_config;
@@ -201,8 +201,6 @@ struct Gateway::Impl : std::enable_shared_from_this<Gateway::Impl> {
   double mean_service_ns = 1e9;  // EWMA of seat time, for expected waits
   double chars_per_token = 0;    // calibrated; 0: config's
   GatewayCounters counters;
-  int background = 0;  // background loops still running
-  Signal* background_done = nullptr;
 
   // Batching: pending members by batch key.
   struct Member {
@@ -251,7 +249,6 @@ struct Gateway::Impl : std::enable_shared_from_this<Gateway::Impl> {
 
   void Record(const std::optional<Transition>& t, Replica& r) {
     if (!t) return;
-    const int64_t now = MonoNowNs();
     nlohmann::json fields = {{"from", ReplicaStateName(t->from)},
                              {"to", ReplicaStateName(t->to)},
                              {"reason", t->reason}};
@@ -279,7 +276,6 @@ struct Gateway::Impl : std::enable_shared_from_this<Gateway::Impl> {
       Dispatch();
     }
     if (!r.health.Routable()) FailQueuedWithoutReplicas();
-    (void)now;
   }
 
   bool PoolHasReady(const std::string& pool) const {
@@ -1234,7 +1230,6 @@ struct Gateway::Impl : std::enable_shared_from_this<Gateway::Impl> {
       timer.expires_at(SteadyAt(next));
       co_await timer.async_wait(kNoThrow);
     }
-    if (--background == 0 && background_done) background_done->Notify();
   }
 
   void HealthTick() {
@@ -1309,7 +1304,6 @@ struct Gateway::Impl : std::enable_shared_from_this<Gateway::Impl> {
   }
 
   void StartBackground() {
-    background = 3;
     asio::co_spawn(executor, Every(config.health.interval_ns, [this] { HealthTick(); }),
                    asio::detached);
     asio::co_spawn(executor,

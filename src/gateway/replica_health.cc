@@ -52,7 +52,6 @@ std::optional<Transition> ReplicaHealth::OnHealthCheck(bool ok, int64_t now_ns, 
   failed_checks_ = 0;
   if (state_ == ReplicaState::kStarting) return MoveTo(ReplicaState::kWarming, "healthy");
   if (state_ == ReplicaState::kEjected && now_ns >= until_ns_) {
-    last_ejection_end_ns_ = now_ns;
     return MoveTo(ReplicaState::kWarming, "ejection over and healthy");
   }
   // A clean stretch as long as the longest ejection forgives past ejections.

@@ -90,7 +90,6 @@ class ReplicaHealth {
   int ejections_ = 0;
   int64_t until_ns_ = 0;
   int64_t ready_since_ns_ = 0;
-  int64_t last_ejection_end_ns_ = 0;
 };
 
 // One interval's verdicts: for each replica (same order as `stats`, whose entries are only the
