@@ -191,7 +191,8 @@ struct Gateway::Impl {
   std::unique_ptr<http::Server> server;
   asio::any_io_executor executor;
   std::vector<std::unique_ptr<Replica>> replicas;
-  std::map<std::string, FairQueue> queues;  // by pool
+  std::map<std::string, FairQueue> queues;                         // by pool
+  std::map<std::string, std::vector<Series*>> queue_depth_series;  // by pool, by class
   std::unique_ptr<Router> router;
   Telemetry telemetry;
   std::unique_ptr<ReplicaLauncher> launcher;
@@ -349,13 +350,20 @@ struct Gateway::Impl {
     Dispatch();
   }
 
+  // Runs on every dispatch: the series are looked up once per pool and class set.
   void RecordQueueDepths() {
     const int64_t wall = WallNowNs();
     for (auto& [pool, queue] : queues) {
-      for (size_t c = 0; c < queue.class_count(); ++c) {
-        const std::string name =
-            pool == "default" ? queue.ClassName(c) : pool + "/" + queue.ClassName(c);
-        telemetry.QueueDepth(name)->RecordGauge(wall, static_cast<double>(queue.depth(c)));
+      std::vector<Series*>& series = queue_depth_series[pool];
+      if (series.size() != queue.class_count()) {
+        series.clear();
+        for (size_t c = 0; c < queue.class_count(); ++c) {
+          series.push_back(telemetry.QueueDepth(
+              pool == "default" ? queue.ClassName(c) : pool + "/" + queue.ClassName(c)));
+        }
+      }
+      for (size_t c = 0; c < series.size(); ++c) {
+        series[c]->RecordGauge(wall, static_cast<double>(queue.depth(c)));
       }
     }
   }
@@ -1381,6 +1389,7 @@ struct Gateway::Impl {
     outlier_config = config.outlier;
     router->Reconfigure(config.routing);
     for (auto& [pool, queue] : queues) queue.Reconfigure(config.admission);
+    queue_depth_series.clear();  // class names may have changed
     for (const auto& r : replicas) {
       if (r->launched < 0 && !r->removed && !wanted.count(r->name)) {
         r->removed = true;
