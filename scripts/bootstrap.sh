@@ -16,6 +16,8 @@ PACKAGES=(
   python3 python3-dev python3-torch python3-numpy python3-pytest
   # real components used by tests
   prometheus etcd-server etcd-client curl procps bc
+  # titan report's tests open the pages in a real browser and look at the screenshots
+  chromium-headless-shell python3-pil
   # titan run: native stacks of hung workers (eu-stack)
   elfutils
   # llama.cpp's llama-server for serving tests (scripts/llama_server.sh); npm only where no npm

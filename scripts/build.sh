@@ -4,8 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-release}
 shift || true
+uplot_dir=$(bash scripts/uplot.sh)  # titan report inlines uPlot (from npm, cached per machine)
 if [ ! -f "build/$preset/build.ninja" ]; then
-  cmake --preset "$preset" >/dev/null
+  cmake --preset "$preset" -DTITAN_UPLOT_DIR="$uplot_dir" >/dev/null
 fi
 jobs=$(nproc)
 if [ $# -gt 0 ]; then

@@ -20,9 +20,19 @@
 #include "src/load/stats.h"
 #include "src/load/sweep.h"
 #include "src/load/workload.h"
+#include "src/report/report.h"
 
 namespace titan::load {
 namespace {
+
+// `--report FILE`: the result drawn by titan report; `json_path` (may be empty) names it there.
+Status WriteReportTo(const std::string& path, report::InputKind kind, nlohmann::json result,
+                     const std::string& json_path) {
+  Result<report::Written> w =
+      report::WriteReportOf(kind, std::move(result),
+                            json_path.empty() || json_path == "-" ? "this run" : json_path, path);
+  return w.ok() ? OkStatus() : w.status();
+}
 
 // Exit codes (also in --help).
 constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2, kExitSloMissed = 3, kExitInvalid = 4;
@@ -62,7 +72,7 @@ struct Flags {
   std::vector<std::string> scrape_metrics;
   std::string tokenize = "auto";
   std::string wait_ready;
-  std::string json_path, records_path, timeline_path, perfetto_path;
+  std::string json_path, records_path, timeline_path, perfetto_path, report_path;
   std::string extra_body;
   std::string api_key;
   bool quiet = false;
@@ -192,6 +202,8 @@ void AddRunFlags(CLI::App* app, Flags* f) {
   out->add_option("--records", f->records_path, "one line per request (.csv or .jsonl)");
   out->add_option("--timeline", f->timeline_path, "per-second timeline (CSV)");
   out->add_option("--perfetto", f->perfetto_path, "Perfetto / chrome://tracing JSON");
+  out->add_option("--report", f->report_path,
+                  "one self-contained HTML page with the plots (titan report)");
   out->add_flag("-q,--quiet", f->quiet, "no progress line");
 }
 
@@ -403,9 +415,15 @@ int RunCommand(const Flags& f) {
   const RunRecords& run = outcome->run;
   fmt::print("{}", FormatSummary(summary, run));
   std::vector<std::pair<std::string, Status>> writes;
-  if (!f.json_path.empty()) {
-    writes.push_back({f.json_path, WriteFileAtomically(
-                                       f.json_path, RunJson(summary, run, config).dump(1) + "\n")});
+  if (!f.json_path.empty() || !f.report_path.empty()) {
+    nlohmann::json result = RunJson(summary, run, config);
+    if (!f.json_path.empty()) {
+      writes.push_back({f.json_path, WriteFileAtomically(f.json_path, result.dump(1) + "\n")});
+    }
+    if (!f.report_path.empty()) {
+      writes.push_back({f.report_path, WriteReportTo(f.report_path, report::InputKind::kLoadRun,
+                                                     std::move(result), f.json_path)});
+    }
   }
   if (!f.records_path.empty())
     writes.push_back({f.records_path, WriteRecords(f.records_path, run)});
@@ -507,13 +525,21 @@ int SweepCommand(const Flags& f) {
                p.passed ? "ok" : "MISSED", probe == knee ? "  <- knee" : "");
   }
   fmt::print("\n{}\n", result->verdict);
-  if (!f.json_path.empty()) {
+  if (!f.json_path.empty() || !f.report_path.empty()) {
     nlohmann::json out = {{"kind", "titan.load.sweep"},     {"version", 1},
                           {"config", setup->config},        {"knee_found", result->knee_found},
                           {"knee_rate", result->knee_rate}, {"verdict", result->verdict},
                           {"probes", probes_json}};
-    if (Status s = WriteFileAtomically(f.json_path, out.dump(1) + "\n"); !s.ok()) return Fail(s);
-    if (f.json_path != "-") fmt::print(stderr, "load: wrote {}\n", f.json_path);
+    if (!f.json_path.empty()) {
+      if (Status s = WriteFileAtomically(f.json_path, out.dump(1) + "\n"); !s.ok()) return Fail(s);
+      if (f.json_path != "-") fmt::print(stderr, "load: wrote {}\n", f.json_path);
+    }
+    if (!f.report_path.empty()) {
+      Status s =
+          WriteReportTo(f.report_path, report::InputKind::kLoadSweep, std::move(out), f.json_path);
+      if (!s.ok()) return Fail(s);
+      fmt::print(stderr, "load: wrote {}\n", f.report_path);
+    }
   }
   return result->knee_found ? kExitOk : kExitSloMissed;
 }

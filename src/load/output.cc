@@ -99,9 +99,13 @@ std::string FormatSummary(const Summary& s, const RunRecords& run) {
 }
 
 nlohmann::json DistributionJson(const Distribution& d) {
-  return {{"count", d.count},    {"mean_ms", d.mean / 1e6}, {"min_ms", Ms(d.min)},
-          {"p50_ms", Ms(d.p50)}, {"p90_ms", Ms(d.p90)},     {"p95_ms", Ms(d.p95)},
-          {"p99_ms", Ms(d.p99)}, {"p999_ms", Ms(d.p999)},   {"max_ms", Ms(d.max)}};
+  nlohmann::json curve = nlohmann::json::array();
+  for (const auto& [q, v] : d.curve) curve.push_back({q, Ms(v)});
+  return {{"count", d.count},    {"mean_ms", d.mean / 1e6},
+          {"min_ms", Ms(d.min)}, {"p50_ms", Ms(d.p50)},
+          {"p90_ms", Ms(d.p90)}, {"p95_ms", Ms(d.p95)},
+          {"p99_ms", Ms(d.p99)}, {"p999_ms", Ms(d.p999)},
+          {"max_ms", Ms(d.max)}, {"percentiles", std::move(curve)}};
 }
 
 nlohmann::json RunJson(const Summary& s, const RunRecords& run, const nlohmann::json& config) {

@@ -36,6 +36,9 @@ int64_t NearestRank(const std::vector<int64_t>& sorted, double q) {
 }
 
 void Fill(Distribution* d, const std::function<int64_t(double)>& at) {
+  if (d->count > 0) {
+    for (double q : kCurveQuantiles) d->curve.emplace_back(q, at(q));
+  }
   d->min = at(0);
   d->p50 = at(0.5);
   d->p90 = at(0.9);
@@ -44,6 +47,19 @@ void Fill(Distribution* d, const std::function<int64_t(double)>& at) {
   d->p999 = at(0.999);
   d->max = at(1);
 }
+
+}  // namespace
+
+const std::vector<double> kCurveQuantiles = [] {
+  std::vector<double> q;
+  for (int i = 0; i <= 19; ++i) q.push_back(i * 0.05);
+  for (double tail : {0.97, 0.98, 0.99, 0.995, 0.998, 0.999, 0.9995, 0.9999, 1.0}) {
+    q.push_back(tail);
+  }
+  return q;
+}();
+
+namespace {
 
 double Value(const Distribution& d, double quantile) {
   return quantile < 0 ? d.mean : static_cast<double>(d.At(quantile));

@@ -34,7 +34,11 @@ struct Distribution {
   // The value at quantile q in [0, 1] (the same rule as the fields).
   int64_t At(double q) const;
   std::vector<int64_t> sorted;  // kept for At(); empty when built from a histogram
+  // (quantile, value) at kCurveQuantiles: the whole distribution for plots (titan report).
+  std::vector<std::pair<double, int64_t>> curve;
 };
+// 0, 0.05 .. 0.95, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999, 0.9995, 0.9999, 1: denser in the tail.
+extern const std::vector<double> kCurveQuantiles;
 Distribution Summarize(std::vector<int64_t> values);
 Distribution Summarize(const LatencyHistogram& histogram);
 

@@ -26,8 +26,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <httplib.h>
+
+#include "src/base/atomic_file.h"
 #include "src/base/clock.h"
 #include "src/base/env.h"
+#include "src/report/report.h"
 #include "src/supervisor/rendezvous.h"
 
 #ifndef TITAN_SOURCE_DIR
@@ -98,6 +102,25 @@ json ReadJson(const std::string& path) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   json j = json::parse(text, nullptr, false);
   return j.is_discarded() ? json() : j;
+}
+
+// Saves the agent's whole flight recorder (GET /recorder on the port its log names) as
+// OUT/agent-recorder.json for the report; returns a line for the file list, or why not.
+std::string SaveAgentRecorder(const std::string& out_dir) {
+  const std::string log = Env::ReadFile(out_dir + "/agent.log", 64 << 20).value_or("");
+  const std::string marker = "listening on http://127.0.0.1:";
+  const size_t at = log.find(marker);
+  if (at == std::string::npos) return "agent recorder: not saved (the agent never listened)";
+  const int port = std::atoi(log.c_str() + at + marker.size());
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(30, 0);
+  auto res = client.Get("/recorder?last=10m");
+  if (!res || res->status != 200) return "agent recorder: not saved (GET /recorder failed)";
+  const std::string path = out_dir + "/agent-recorder.json";
+  if (Status s = WriteFileAtomically(path, res->body); !s.ok()) {
+    return "agent recorder: not saved: " + std::string(s.message());
+  }
+  return "agent recorder: " + path + " (every signal the agent sampled, on the same clock)";
 }
 
 // One line of the timeline for an event, or "" if it is not a transient or a decision.
@@ -375,7 +398,11 @@ int DemoCommand(int argc, char** argv) {
   std::fflush(stdout);
   std::vector<Node> nodes = run_job("faulty", out_dir + "/faulty", injections);
   if (etcd > 0) Kill(etcd);
-  if (agent > 0) Kill(agent);
+  std::string recorder_note;
+  if (agent > 0) {
+    recorder_note = SaveAgentRecorder(out_dir);
+    Kill(agent);
+  }
   double total_s = elapsed();
 
   // 3. Summary.
@@ -449,6 +476,17 @@ int DemoCommand(int argc, char** argv) {
   }
   std::printf("  Perfetto trace: %s (open https://ui.perfetto.dev and drop the file in)\n",
               trace.c_str());
+  if (!recorder_note.empty()) std::printf("  %s\n", recorder_note.c_str());
+  const std::string report_path = out_dir + "/report.html";
+  Result<report::Written> report =
+      report::WriteReportFromPaths({out_dir}, report_path, "titan demo");
+  if (report.ok()) {
+    std::printf("  report: %s (one page with every plot; open it in a browser)\n",
+                report_path.c_str());
+  } else {
+    std::printf("  report: not written: %s\n", std::string(report.status().message()).c_str());
+    ok = false;
+  }
   std::printf("\ntitan demo %s in %.0f s\n", ok ? "succeeded" : "FAILED", total_s);
   return ok ? 0 : 1;
 }

@@ -30,6 +30,7 @@
 #include "src/supervisor/native_stack.h"
 #include "src/supervisor/rendezvous.h"
 #include "src/supervisor/run_log.h"
+#include "src/supervisor/step_window.h"
 #include "src/supervisor/worker_group.h"
 
 extern char** environ;
@@ -575,8 +576,9 @@ class Supervisor {
         break;
       case wire::EventKind::kStepEnd:
         hang_.OnStepEnd(rank, e.step, now);
-        if (!rs.marked && rs.step_begin_time_ns > 0 && e.time_ns >= rs.step_begin_time_ns) {
-          straggler_.Add(rank, e.time_ns - rs.step_begin_time_ns);
+        if (rs.step_begin_time_ns > 0 && e.time_ns >= rs.step_begin_time_ns) {
+          if (!rs.marked) straggler_.Add(rank, e.time_ns - rs.step_begin_time_ns);
+          step_window_.Add(rank, e.step, e.time_ns - rs.step_begin_time_ns, now);
         }
         if (lead) ledger_.OnStep(e.step);
         break;
@@ -921,6 +923,7 @@ class Supervisor {
   }
 
   void StopWorkers() {
+    FlushSteps(MonoNowNs(), /*force=*/true);
     for (auto& [rank, rs] : ranks_) rs.slow_factor = 0;
     int64_t t0 = MonoNowNs();
     int killed = workers_.Stop(o_.failure_grace_ns);
@@ -975,7 +978,16 @@ class Supervisor {
   }
 
   // ---- outputs -----------------------------------------------------------------------------
+  // Writes the step-time window's "steps" event when it is due (or now, when `force`).
+  void FlushSteps(int64_t now, bool force) {
+    if (step_window_.empty() || (!force && !step_window_.Due(now))) return;
+    json fields = step_window_.Take(now);
+    fields["generation"] = current_.generation;
+    log_.Write("steps", std::move(fields));
+  }
+
   void PublishMetrics(int64_t now) {
+    FlushSteps(now, /*force=*/false);
     if (now < next_metrics_ns_) return;
     next_metrics_ns_ = now + kNsPerSecond;
     std::string text = ledger_.ToPrometheus(now);
@@ -1004,6 +1016,7 @@ class Supervisor {
 
   int Finish(int code) {
     int64_t now = MonoNowNs();
+    FlushSteps(now, /*force=*/true);
     workers_.Stop(0);
     ledger_.Finish(now);
     next_metrics_ns_ = 0;
@@ -1095,6 +1108,7 @@ class Supervisor {
   int64_t checkpoint_begin_ns_ = 0;
   int64_t gen_wall_start_ns_ = 0;
   int64_t next_metrics_ns_ = 0;
+  StepWindow step_window_;
   bool poll_error_logged_ = false;
   std::mutex metrics_mu_;
   std::string metrics_text_;

@@ -268,6 +268,10 @@ std::string JsonReport(const AnalysisResult& r, bool hta_compat) {
                       {"slowest_rank", sp.slowest_rank}});
   }
   cross["step_spread"] = spread;
+  cross["arrival_skew"] = {{"ranks", r.cross.skew.ranks},
+                           {"column_step", r.cross.skew.column_step},
+                           {"column_collectives", r.cross.skew.column_collectives},
+                           {"wait_ns", r.cross.skew.wait_ns}};
   j["cross_rank"] = cross;
   if (hta_compat) {
     json hta = json::array();

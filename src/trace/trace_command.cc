@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "src/report/report.h"
 #include "src/trace/analyze.h"
 #include "src/trace/importers/event_batch.h"
 #include "src/trace/merge.h"
@@ -21,7 +22,7 @@ int TraceCommand(int argc, char** argv) {
 
   std::vector<std::string> paths;
   bool hta_compat = false, json = false;
-  std::string csv_dir;
+  std::string csv_dir, report_path;
   int threads = std::max(1u, std::min(2u, std::thread::hardware_concurrency()));
   trace::AnalyzeOptions options;
   CLI::App* analyze = app.add_subcommand(
@@ -31,6 +32,8 @@ int TraceCommand(int argc, char** argv) {
                     "also compute Holistic Trace Analysis' tables with HTA's definitions");
   analyze->add_flag("--json", json, "print one JSON object instead of the summary");
   analyze->add_option("--csv", csv_dir, "write the tables as CSV files into this directory");
+  analyze->add_option("--report", report_path,
+                      "one self-contained HTML page with the plots (titan report)");
   analyze->add_option("--threads", threads, "ranks analysed at once (memory grows with it)")
       ->check(CLI::Range(1, 256));
   analyze->add_option("--top", options.summary.top_gaps, "idle gaps to show per rank")
@@ -62,10 +65,22 @@ int TraceCommand(int argc, char** argv) {
     options.threads = threads;
     trace::AnalysisResult result = trace::AnalyzeTraces(*files, options);
     for (const std::string& e : result.errors) std::fprintf(stderr, "titan trace: %s\n", e.c_str());
+    const std::string result_json =
+        json || !report_path.empty() ? trace::JsonReport(result, hta_compat) : "";
     if (json) {
-      std::printf("%s\n", trace::JsonReport(result, hta_compat).c_str());
+      std::printf("%s\n", result_json.c_str());
     } else {
       trace::PrintTextReport(result, hta_compat, stdout);
+    }
+    if (!report_path.empty() && !result.ranks.empty()) {
+      Result<report::Written> w =
+          report::WriteReportOf(report::InputKind::kTraceAnalysis,
+                                nlohmann::json::parse(result_json), "this analysis", report_path);
+      if (!w.ok()) {
+        std::fprintf(stderr, "titan trace: %s\n", std::string(w.status().message()).c_str());
+        return 1;
+      }
+      std::fprintf(stderr, "titan trace: %s\n", w->Summary().c_str());
     }
     if (!csv_dir.empty()) {
       Status s = trace::WriteCsvReport(result, hta_compat, csv_dir);

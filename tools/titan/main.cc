@@ -5,6 +5,7 @@
 
 #include "src/gateway/gateway_command.h"
 #include "src/load/load_command.h"
+#include "src/report/report.h"
 #include "tools/titan/commands.h"
 
 namespace {
@@ -29,6 +30,8 @@ constexpr Subcommand kSubcommands[] = {
      titan::TraceCommand},
     {"gateway", "OpenAI-compatible proxy: admission, limits, routing, batching, ejection",
      titan::gateway::GatewayCommand},
+    {"report", "one self-contained HTML page with plots of titan results",
+     titan::report::ReportCommand},
     {"serve-sim", "a simulated continuous-batching LLM server (OpenAI API, vLLM metrics, faults)",
      titan::ServeSimCommand},
 };

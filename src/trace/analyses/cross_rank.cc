@@ -16,6 +16,38 @@ struct Arrival {
 
 using Key = std::tuple<std::string, std::string, int64_t>;
 
+SkewMatrix BuildSkewMatrix(const std::vector<RankSummary>& ranks,
+                           const std::vector<MatchedCollective>& matched) {
+  SkewMatrix m;
+  std::map<int, size_t> row_of;
+  for (const RankSummary& s : ranks) {
+    row_of.emplace(s.rank, m.ranks.size());
+    m.ranks.push_back(s.rank);
+  }
+  std::vector<const MatchedCollective*> order;
+  for (const MatchedCollective& c : matched) order.push_back(&c);
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return std::tie(a->step, a->key) < std::tie(b->step, b->key);
+  });
+  const size_t per_column = std::max<size_t>(
+      1, (order.size() + SkewMatrix::kMaxSkewColumns - 1) / SkewMatrix::kMaxSkewColumns);
+  const size_t columns = (order.size() + per_column - 1) / per_column;
+  m.wait_ns.assign(m.ranks.size(), std::vector<int64_t>(columns, -1));
+  for (size_t i = 0; i < order.size(); ++i) {
+    const size_t column = i / per_column;
+    if (i % per_column == 0) {
+      m.column_step.push_back(order[i]->step);
+      m.column_collectives.push_back(0);
+    }
+    m.column_collectives[column]++;
+    for (auto [rank, wait] : order[i]->wait_ns) {
+      int64_t& cell = m.wait_ns[row_of.at(rank)][column];
+      cell = std::max(cell, wait);
+    }
+  }
+  return m;
+}
+
 int64_t Median(std::vector<int64_t> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -129,6 +161,7 @@ CrossRankResult AnalyseAcrossRanks(const std::vector<RankSummary>& ranks, int to
     return a.cost_per_step_ns > b.cost_per_step_ns;
   });
 
+  r.skew = BuildSkewMatrix(ranks, matched);
   std::sort(
       matched.begin(), matched.end(),
       [](const MatchedCollective& a, const MatchedCollective& b) { return a.skew_ns > b.skew_ns; });

@@ -50,6 +50,17 @@ struct StepSpread {
   int fastest_rank = -1, slowest_rank = -1;
 };
 
+// Ranks x collectives arrival skew, for heatmaps: the matched collectives in (step, key) order,
+// grouped into at most kMaxSkewColumns consecutive columns. wait_ns[row][column] is the longest
+// wait of ranks[row] for the last arrival in that column's collectives (-1: not in any of them).
+struct SkewMatrix {
+  static constexpr size_t kMaxSkewColumns = 200;
+  std::vector<int> ranks;
+  std::vector<int64_t> column_step;         // the step of each column's first collective
+  std::vector<int64_t> column_collectives;  // how many collectives each column holds
+  std::vector<std::vector<int64_t>> wait_ns;
+};
+
 struct CrossRankResult {
   std::string clock;                                     // how the ranks' clocks were related
   std::vector<std::pair<int, int64_t>> clock_offset_ns;  // (rank, added to its local time)
@@ -60,6 +71,7 @@ struct CrossRankResult {
   std::vector<RankWaits> ranks;
   std::vector<Straggler> stragglers;
   std::vector<StepSpread> step_spread;
+  SkewMatrix skew;
 };
 
 CrossRankResult AnalyseAcrossRanks(const std::vector<RankSummary>& ranks, int top_collectives);

@@ -1,0 +1,115 @@
+#include "src/report/report.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "src/base/atomic_file.h"
+#include "src/report/page.h"
+#include "src/report/sections.h"
+
+namespace titan::report {
+
+namespace {
+
+std::string NowIso() {
+  const auto now = std::chrono::system_clock::now();
+  return fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", std::chrono::floor<std::chrono::seconds>(now));
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+}  // namespace
+
+std::string Written::Summary() const {
+  return fmt::format("wrote {}: {} section(s), {} plot(s), {} KiB", path, sections, plots,
+                     (bytes + 1023) / 1024);
+}
+
+Result<Written> WriteReport(const std::vector<Input>& inputs,
+                            const std::vector<std::string>& skipped, const std::string& out,
+                            std::string title) {
+  TITAN_ASSIGN_OR_RETURN(Report report, BuildReport(inputs, skipped, std::move(title)));
+  const std::string html = RenderHtml(report, NowIso());
+  TITAN_RETURN_IF_ERROR(WriteFileAtomically(out, html));
+  Written w{out, report.sections.size(), 0, html.size()};
+  for (const Section& s : report.sections) w.plots += s.plots();
+  return w;
+}
+
+Result<Written> WriteReportFromPaths(const std::vector<std::string>& paths, const std::string& out,
+                                     std::string title) {
+  std::vector<Input> inputs;
+  std::vector<std::string> skipped;
+  for (const std::string& path : paths) {
+    if (IsDirectory(path)) {
+      const size_t before = skipped.size();
+      TITAN_ASSIGN_OR_RETURN(std::vector<Input> found, ReadDirectory(path, &skipped));
+      if (found.empty()) {
+        return NotFoundError(fmt::format(
+            "{}: no titan result in this directory ({} other JSON file(s)); expected what "
+            "titan load/trace analyze/sim --json, titan run or titan agent write",
+            path, skipped.size() - before));
+      }
+      for (Input& in : found) inputs.push_back(std::move(in));
+    } else {
+      TITAN_ASSIGN_OR_RETURN(Input in, ReadInput(path));
+      inputs.push_back(std::move(in));
+    }
+  }
+  return WriteReport(inputs, skipped, out, std::move(title));
+}
+
+Result<Written> WriteReportOf(InputKind kind, nlohmann::json doc, std::string label,
+                              const std::string& out) {
+  std::vector<Input> inputs;
+  inputs.push_back(Input{std::move(label), kind, std::move(doc)});
+  return WriteReport(inputs, {}, out, "titan report");
+}
+
+int ReportCommand(int argc, char** argv) {
+  CLI::App app{
+      "titan report: one self-contained HTML page with plots of titan results. It opens in any\n"
+      "browser without network access (uPlot and the data are inside), prints well, and puts\n"
+      "the numbers of every plot beside it as a table.\n\n"
+      "Inputs are recognised by their content:\n"
+      "  titan load --json / titan load sweep --json    latency distributions, timeline, knee\n"
+      "  titan trace analyze --json                     per-rank/per-step breakdown, skew heatmap\n"
+      "  titan run events.jsonl and ledger.json         timeline of faults and decisions, goodput\n"
+      "  titan agent recorder dump (Perfetto JSON)      signals around each transient\n"
+      "  titan sim --json (one scenario or a sweep)     ETTR with confidence bands, intervals\n"
+      "  a directory (titan demo's output)              every result found below it, one page\n\n"
+      "  titan report run.json -o load.html\n"
+      "  titan report /tmp/titan-demo-XXXX -o demo.html\n\n"
+      "Exit: 0 written, 1 an input could not be read or drawn (nothing is written), 2 usage",
+      "titan report"};
+  std::vector<std::string> inputs;
+  std::string out = "titan-report.html";
+  std::string title = "titan report";
+  bool quiet = false;
+  app.add_option("inputs", inputs, "titan result files or directories")->required();
+  app.add_option("-o,--output", out, "the HTML file to write (atomically)")->capture_default_str();
+  app.add_option("--title", title, "the page's title")->capture_default_str();
+  app.add_flag("-q,--quiet", quiet, "print nothing on success");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  Result<Written> written = WriteReportFromPaths(inputs, out, title);
+  if (!written.ok()) {
+    fmt::print(stderr, "report: error: {}\n", written.status().message());
+    return 1;
+  }
+  if (!quiet) fmt::print("report: {}\n", written->Summary());
+  return 0;
+}
+
+}  // namespace titan::report
