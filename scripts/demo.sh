@@ -20,3 +20,8 @@ if [ -n "$out" ] && [ -f "$out/agent.log" ]; then
 fi
 echo
 echo "The agent alone, with its live view: bash examples/agent_demo.sh"
+report=$(sed -n 's/^ *report: \(.*report\.html\) .*/\1/p' "$log" | head -1)
+if [ -n "$report" ]; then
+  echo
+  echo "The whole run on one page (open it in a browser): $report"
+fi

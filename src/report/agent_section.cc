@@ -103,7 +103,7 @@ void AddAgentDump(const Input& input, Report* report) {
        {"checkpoints", static_cast<double>(checkpoints.size())}});
   std::vector<Mark> marks;
   for (const Slice& c : checkpoints)
-    marks.push_back({c.t, c.t + std::max(c.dur, 1e-3), "ckpt", "info"});
+    marks.push_back({c.t, c.t + std::max(c.dur, 1e-3), "", "info"});
   for (const Slice& t : transients)
     marks.push_back({t.t, t.t + std::max(t.dur, 1e-3), t.name.substr(0, 32), "bad"});
 

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/chrono.h>
@@ -24,6 +25,24 @@ std::string NowIso() {
 bool IsDirectory(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int DirectoryOrder(InputKind kind) {
+  switch (kind) {
+    case InputKind::kRunEvents:
+    case InputKind::kRunLedger:
+      return 0;
+    case InputKind::kLoadRun:
+    case InputKind::kLoadSweep:
+      return 1;
+    case InputKind::kTraceAnalysis:
+      return 2;
+    case InputKind::kSim:
+      return 3;
+    case InputKind::kAgentDump:
+      return 4;
+  }
+  return 5;
 }
 
 }  // namespace
@@ -58,6 +77,10 @@ Result<Written> WriteReportFromPaths(const std::vector<std::string>& paths, cons
             "titan load/trace analyze/sim --json, titan run or titan agent write",
             path, skipped.size() - before));
       }
+      // A directory reads as a story: what ran, then what was measured, then the signals.
+      std::stable_sort(found.begin(), found.end(), [](const Input& a, const Input& b) {
+        return DirectoryOrder(a.kind) < DirectoryOrder(b.kind);
+      });
       for (Input& in : found) inputs.push_back(std::move(in));
     } else {
       TITAN_ASSIGN_OR_RETURN(Input in, ReadInput(path));

@@ -18,6 +18,7 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kMs = 1e-6;  // ns -> ms
+constexpr size_t kMaxHeatmapRows = 1000;
 
 constexpr std::pair<const char*, const char*> kParts[] = {
     {"compute_ns", "compute"},
@@ -184,8 +185,8 @@ void AddArrivalSkew(const Fields& cross, Section* section) {
   map.unit = "ms";
   for (const auto& s : steps)
     map.cols.push_back(fmt::format("step {}", s.is_number() ? s.get<int64_t>() : -1));
+  std::vector<std::vector<double>> rows;  // ms per column, NaN: not in any of its collectives
   for (size_t r = 0; r < ranks.size(); ++r) {
-    map.rows.push_back(fmt::format("rank {}", ranks[r].is_number() ? ranks[r].get<int64_t>() : -1));
     if (!waits[r].is_array() || waits[r].size() != steps.size()) {
       throw InputError(fmt::format("{}.wait_ns[{}]: expected an array of {} numbers", skew.where(),
                                    r, steps.size()));
@@ -195,7 +196,26 @@ void AddArrivalSkew(const Fields& cross, Section* section) {
       const double ns = w.is_number() ? w.get<double>() : -1;
       row.push_back(ns < 0 ? kNaN : ns * kMs);
     }
+    rows.push_back(std::move(row));
+  }
+  auto rank_of = [&](size_t r) { return ranks[r].is_number() ? ranks[r].get<int64_t>() : -1; };
+  // Past kMaxHeatmapRows ranks, consecutive ranks share a row holding their shortest wait: the
+  // late rank, the one nobody waits less than, stays white.
+  const size_t per_row = (rows.size() + kMaxHeatmapRows - 1) / kMaxHeatmapRows;
+  for (size_t first = 0; first < rows.size(); first += per_row) {
+    const size_t last = std::min(rows.size(), first + per_row) - 1;
+    map.rows.push_back(per_row == 1 ? fmt::format("rank {}", rank_of(first))
+                                    : fmt::format("ranks {}-{}", rank_of(first), rank_of(last)));
+    std::vector<double> row = rows[first];
+    for (size_t r = first + 1; r <= last; ++r) {
+      for (size_t c = 0; c < row.size(); ++c) {
+        if (std::isnan(row[c]) || rows[r][c] < row[c]) row[c] = rows[r][c];
+      }
+    }
     map.values.push_back(std::move(row));
+  }
+  if (per_row > 1) {
+    map.note += fmt::format(" {} ranks per row, each row their shortest wait.", per_row);
   }
   section->Add(std::move(map));
 }

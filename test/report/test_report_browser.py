@@ -40,7 +40,9 @@ SCREENSHOTS = os.environ.get("TITAN_REPORT_SCREENSHOTS")
 MAX_REPORT_BYTES = 10 * 1024 * 1024
 
 sys.path.insert(0, str(ROOT / "test/agent"))
+sys.path.insert(0, str(ROOT / "test/load"))
 from test_grafana_dashboard import send_training_events  # noqa: E402  (the agent's wire format)
+from test_load_e2e import serve_sim as start_serve_sim  # noqa: E402
 
 
 def chromium():
@@ -50,12 +52,6 @@ def chromium():
             return path
     pytest.fail("no headless Chromium: apt-get install chromium-headless-shell "
                 "(scripts/bootstrap.sh installs it)")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(cmd, timeout=120, ok=True, **kw):
@@ -184,24 +180,8 @@ def work():
 
 @pytest.fixture(scope="module")
 def serve_sim():
-    port = free_port()
-    proc = subprocess.Popen([TITAN, "serve-sim", "--port", str(port), "--max-num-seqs", "8",
-                             "--itl-base", "5ms"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 20
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
-                break
-            except Exception:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("serve-sim did not start")
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.kill()
-        proc.wait()
+    with start_serve_sim("--max-num-seqs", "8", "--itl-base", "5ms") as (url, _):
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +189,8 @@ def load_json(work, serve_sim):
     out = work / "load.json"
     run([TITAN, "load", "--url", serve_sim, "--arrivals", "burst:quiet=2s,size=40,repeat=2,rate=10",
          "--duration", "6s", "--input-tokens", "32", "--output-tokens", "16",
-         "--slo", "p99_ttft=300ms", "--json", str(out), "-q"], ok=False, timeout=60)
+         "--slo", "p99_ttft=300ms", "--json", str(out), "--report", str(work / "load-own.html"),
+         "-q"], ok=False, timeout=60)
     assert out.exists()
     return out
 
@@ -231,7 +212,8 @@ def trace_json(work):
             pytest.fail(f"{TRACES} is missing (CI has ../shared beside the clone)")
         pytest.skip(f"{TRACES} not here")
     out = work / "trace.json"
-    p = run([TITAN, "trace", "analyze", "--json", str(TRACES)])
+    p = run([TITAN, "trace", "analyze", "--json", str(TRACES), "--report",
+             str(work / "trace-own.html")])
     out.write_text(p.stdout)
     return out
 
@@ -321,6 +303,27 @@ def test_load_sweep_report(work, sweep_json):
     if sweep["knee_found"]:
         assert ttft["marks"][0]["label"] == "knee"
     check_page(out, "sweep", min_plots=3)
+
+
+def test_load_and_trace_analyze_write_their_own_report(work, load_json, trace_json):
+    """`titan load --report` and `titan trace analyze --report` draw the same page as titan
+    report on their JSON."""
+    for own, kind in ((work / "load-own.html", "load-own"), (work / "trace-own.html", "trace-own")):
+        assert own.exists(), f"{own} was not written"
+        check_page(own, kind, min_plots=3)
+
+
+def test_the_page_prints(work, sim_json):
+    """Print to PDF (what a browser's print does): several pages, with the plots on them."""
+    html = work / "sim-print.html"
+    report([sim_json[1]], html)
+    pdf = work / "sim.pdf"
+    run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
+         "--no-pdf-header-footer", f"--print-to-pdf={pdf}", html.resolve().as_uri()])
+    data = pdf.read_bytes()
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", data))
+    assert data.startswith(b"%PDF") and pages >= 2, (len(data), pages)
+    assert len(re.findall(rb"/Subtype\s*/Image", data)) >= 3, "the plots (canvases) are not in the PDF"
 
 
 def test_trace_report(work, trace_json):

@@ -102,6 +102,8 @@
           const { left, top, width, height } = u.bbox;
           ctx.save();
           ctx.font = Math.round(11 * devicePixelRatio) + "px sans-serif";
+          ctx.textAlign = "left";  // uPlot leaves its axis alignment set
+          ctx.textBaseline = "alphabetic";
           const labelEnds = [-1e9, -1e9, -1e9];  // three rows of labels, so close marks stay legible
           for (const m of spec.marks || []) {
             const x0 = u.valToPos(m.x, "x", true);
