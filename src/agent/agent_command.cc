@@ -12,6 +12,7 @@
 #include "src/agent/http_server.h"
 #include "src/agent/live_view.h"
 #include "src/base/clock.h"
+#include "src/base/command_line.h"
 #include "src/base/duration.h"
 #include "src/base/log.h"
 #include "src/client/wire.h"
@@ -120,11 +121,7 @@ int AgentCommand(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--log-level", log_level, "debug, info, warning, error")->capture_default_str();
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
   LogLevel level;
   if (!ParseLogLevel(log_level, &level)) {
     std::fprintf(stderr, "titan agent: --log-level '%s': expected debug, info, warning or error\n",
@@ -162,7 +159,12 @@ int AgentCommand(int argc, char** argv) {
   auto agent = Agent::Start(options);
   if (!agent.ok()) {
     std::fprintf(stderr, "titan agent: %s\n", agent.status().ToString().c_str());
-    return 1;
+    // A flag naming something unusable (a socket path too long, a port taken) is a usage error.
+    const StatusCode code = agent.status().code();
+    return code == StatusCode::kInvalidArgument || code == StatusCode::kUnavailable ||
+                   code == StatusCode::kAlreadyExists
+               ? kExitUsageError
+               : 1;
   }
   struct sigaction action {};
   action.sa_handler = OnSignal;

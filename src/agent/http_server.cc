@@ -9,12 +9,16 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "src/agent/agent.h"
 #include "src/agent/recorder_dump.h"
 #include "src/base/clock.h"
 #include "src/base/duration.h"
+#include "src/base/listen_socket.h"
 #include "src/base/text.h"
 #include "src/metrics/exposition.h"
 
@@ -57,14 +61,22 @@ void BadRequest(httplib::Response& res, const std::string& message) {
 
 }  // namespace
 
-HttpServer::HttpServer(Agent* agent)
-    : agent_(agent), server_(std::make_unique<httplib::Server>()) {}
+HttpServer::HttpServer(Agent* agent) : agent_(agent), server_(std::make_unique<httplib::Server>()) {
+  server_->set_socket_options(SetListenSocketOptions);
+}
 
 HttpServer::~HttpServer() { Stop(); }
 
 void HttpServer::Stop() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  // cpp-httplib's stop() does nothing until its listen loop runs (is_running()): a Stop() right
+  // after Start() (the event socket failing at start-up) left the thread in accept() for ever
+  // and join() hung. Wait for the loop (bounded: a thread that already returned never runs it).
+  for (int i = 0; i < 2000 && !server_->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  server_->stop();
+  thread_.join();
 }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(Agent* agent, const std::string& address,

@@ -6,6 +6,7 @@
 // Thread safety: safe from any thread; concurrent writers of one path: the last rename wins.
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -15,5 +16,25 @@ namespace titan {
 
 // "-" writes to standard output instead (not atomic, still checked).
 Status WriteFileAtomically(const std::string& path, std::string_view content);
+
+// The same for output written piece by piece (a merged trace of gigabytes): Open() creates the
+// temporary file, file() is its stdio stream, Commit() checks every write, flushes, syncs and
+// renames it over `path`. Destroyed without a successful Commit(), the temporary file is removed
+// and `path` is untouched. Not for "-". Thread safety: one thread per writer.
+class AtomicFileWriter {
+ public:
+  AtomicFileWriter() = default;
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  ~AtomicFileWriter();
+
+  Status Open(const std::string& path);
+  FILE* file() const { return file_; }
+  Status Commit();
+
+ private:
+  std::string path_, tmp_;
+  FILE* file_ = nullptr;
+};
 
 }  // namespace titan

@@ -62,5 +62,28 @@ TEST(AtomicFileTest, AFailedWriteLeavesTheTargetAndNoTemporary) {
   rmdir(dir);
 }
 
+TEST(AtomicFileWriterTest, CommitsWholeOrLeavesThePreviousFile) {
+  char dir[] = "/tmp/titan_atomic_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/merged.json";
+  ASSERT_TRUE(WriteFileAtomically(path, "good previous content").ok());
+  {
+    AtomicFileWriter w;
+    ASSERT_TRUE(w.Open(path).ok());
+    std::fputs("half a merge", w.file());
+    // Destroyed without Commit (a merge that failed half way).
+  }
+  EXPECT_EQ(Read(path), "good previous content");
+  EXPECT_EQ(CountEntries(dir), 1);
+  AtomicFileWriter w;
+  ASSERT_TRUE(w.Open(path).ok());
+  for (int i = 0; i < 1000; ++i) std::fputs("0123456789", w.file());
+  ASSERT_TRUE(w.Commit().ok());
+  EXPECT_EQ(Read(path).size(), 10000u);
+  EXPECT_EQ(CountEntries(dir), 1);
+  unlink(path.c_str());
+  rmdir(dir);
+}
+
 }  // namespace
 }  // namespace titan

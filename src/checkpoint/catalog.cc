@@ -23,13 +23,9 @@ Result<std::vector<int64_t>> ListCommittedSteps(Storage& storage) {
 }
 
 Result<std::optional<int64_t>> LatestStep(Storage& storage) {
-  Result<std::string> latest = storage.ReadFile(std::string(kLatestFile), 4096);
-  if (latest.ok()) {
-    int64_t step;
-    if (ParseStepDirName(Trim(*latest), &step) && storage.FileSize(ManifestPath(step)).ok()) {
-      return std::optional<int64_t>(step);
-    }
-  }
+  // The newest committed MANIFEST wins over `latest`: a save killed between renaming its
+  // MANIFEST into place and updating `latest` is committed, and `latest` still names the one
+  // before (losing a whole interval on restart). `latest` is kept for tools that read it.
   TITAN_ASSIGN_OR_RETURN(std::vector<int64_t> steps, ListCommittedSteps(storage));
   if (steps.empty()) return std::optional<int64_t>();
   return std::optional<int64_t>(steps.back());

@@ -127,16 +127,16 @@ TEST(Manifest, RoundTripsThroughItsTextForm) {
 }
 
 // Wraps a JSON body in a valid envelope, so that only the content validation is tested.
-std::string Envelope(const nlohmann::json& body) {
-  Manifest m;
-  std::string valid = SerializeManifest(m);
-  std::string text = body.dump() + "\n";
+// A manifest file around `text` (the body as written), with a correct header.
+std::string EnvelopeText(const std::string& text) {
   char header[128];
   std::snprintf(header, sizeof header, "titan-checkpoint v1 xxh3-64=%016llx bytes=%zu\n",
                 static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())),
                 text.size());
   return header + text;
 }
+
+std::string Envelope(const nlohmann::json& body) { return EnvelopeText(body.dump() + "\n"); }
 
 nlohmann::json ValidBody() {
   Manifest m;
@@ -190,6 +190,20 @@ TEST(Manifest, RejectsHostileContent) {
     EXPECT_FALSE(parsed.ok()) << c.what;
     if (!parsed.ok()) EXPECT_NE(parsed.status().message().find("hostile"), std::string::npos);
   }
+}
+
+TEST(Manifest, DeepNestingIsRefusedNotACrash) {
+  // 100,000 nested arrays in the user's metadata, checksum correct: nlohmann's tree copy and
+  // destruction recurse per level and overflowed the stack of every reader (titan ckpt verify,
+  // load_latest). The depth is now refused on the text.
+  nlohmann::json body = ValidBody();
+  body["items"]["metadata"] = "DEEP";
+  std::string text = body.dump() + "\n";
+  text.replace(text.find("\"DEEP\""), 6, std::string(100000, '[') + std::string(100000, ']'));
+  Result<Manifest> parsed = ParseManifest(EnvelopeText(text), "deep/MANIFEST");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("deep/MANIFEST"), std::string::npos);
+  EXPECT_NE(parsed.status().message().find("nested deeper than"), std::string::npos);
 }
 
 TEST(Manifest, EverySingleFlippedBitIsDetected) {
@@ -350,6 +364,40 @@ TEST(Checkpoint, IncrementalSaveWritesOnlyChangedChunksAndSurvivesRetention) {
   save(fresh, 3, RetentionPolicy{1, 0});
   EXPECT_FALSE(fs::exists(dir.path() + "/" + StepDirName(1)));
   EXPECT_FALSE(fs::exists(dir.path() + "/" + StepDirName(2)));
+}
+
+TEST(Checkpoint, AStepTooLargeForItsDirectoryIsRefusedAtOnce) {
+  TempDir dir;
+  auto storage = Open(dir.path());
+  HostTensor t = MakeTensor("w", DType::kFloat32, {10}, 1);
+  CheckpointWriter writer(storage);
+  // 2^62 + 1 has 19 digits: it used to be written, never found, and waited for the commit
+  // timeout ("is that rank alive?").
+  const int64_t steps[] = {(int64_t{1} << 62) + 1, kMaxStep + 1};
+  for (int64_t step : steps) {
+    Status s = writer.Save(step, {Replicated(t)}, Options(0, 1, "big"));
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("larger than the largest checkpoint step"), std::string::npos);
+  }
+  EXPECT_TRUE(writer.Save(kMaxStep, {Replicated(t)}, Options(0, 1, "max")).ok());
+  auto committed = ListCommittedSteps(*storage);
+  ASSERT_TRUE(committed.ok());
+  EXPECT_EQ(*committed, (std::vector<int64_t>{kMaxStep}));
+}
+
+TEST(Checkpoint, TheNewestCommittedManifestWinsOverAStaleLatest) {
+  TempDir dir;
+  auto storage = Open(dir.path());
+  HostTensor t = MakeTensor("w", DType::kFloat32, {10}, 1);
+  CheckpointWriter writer(storage);
+  ASSERT_TRUE(writer.Save(100, {Replicated(t)}, Options(0, 1, "a")).ok());
+  ASSERT_TRUE(writer.Save(200, {Replicated(t)}, Options(0, 1, "b")).ok());
+  // As after a kill -9 between step 200's MANIFEST rename and the `latest` update.
+  ASSERT_TRUE(storage->WriteFileAtomic("latest", "step_0000000100\n").ok());
+  Result<std::optional<int64_t>> latest = LatestStep(*storage);
+  ASSERT_TRUE(latest.ok());
+  ASSERT_TRUE(latest->has_value());
+  EXPECT_EQ(**latest, 200);
 }
 
 TEST(Checkpoint, RetentionKeepsLastKAndEveryNth) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "src/base/command_line.h"
 #include "src/checkpoint/catalog.h"
 #include "src/checkpoint/layout.h"
 #include "src/checkpoint/reader.h"
@@ -295,11 +296,7 @@ int CkptCommand(int argc, char** argv) {
   gc->add_option("--keep-every", policy.keep_every, "also keep steps divisible by N")
       ->check(CLI::NonNegativeNumber);
   gc->add_flag("--dry-run", dry_run, "only print what would be removed");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
   if (*ls) return Ls(dir);
   if (*inspect) return Inspect(a, json);
   if (*verify) return Verify(a);

@@ -17,6 +17,8 @@ namespace titan::checkpoint {
 inline constexpr std::string_view kLatestFile = "latest";
 inline constexpr std::string_view kManifestName = "MANIFEST";
 
+// The largest step a checkpoint can have: a step directory names at most 18 digits.
+inline constexpr int64_t kMaxStep = 999'999'999'999'999'999;
 std::string StepDirName(int64_t step);  // "step_0000000100"
 // Parses "step_<digits>" (any number of digits); false for anything else.
 bool ParseStepDirName(std::string_view name, int64_t* step);

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/json_depth.h"
 #include "src/base/text.h"
 
 namespace titan::checkpoint {
@@ -330,6 +331,7 @@ Result<Manifest> ParseManifest(std::string_view bytes, std::string_view where_vi
         "the file is corrupt: use an older checkpoint",
         where, actual_hash, declared_hash));
   }
+  TITAN_RETURN_IF_ERROR(CheckJsonDepth(body, where));
   json js = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (js.is_discarded()) {
     return InvalidArgumentError(fmt::format("{}: the manifest body is not valid JSON", where));

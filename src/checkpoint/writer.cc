@@ -179,6 +179,12 @@ Status CheckpointWriter::Save(int64_t step, std::vector<TensorToSave> tensors,
   TITAN_RETURN_IF_ERROR_CTX(Wait(), "the previous checkpoint save failed");
   int64_t start_ns = MonoNowNs();
   if (step < 0) return InvalidArgumentError(fmt::format("step {} is negative", step));
+  if (step > kMaxStep) {
+    // Refused here: a step directory of more digits would never be found, and the commit would
+    // wait its whole timeout for a checkpoint it cannot see.
+    return InvalidArgumentError(
+        fmt::format("step {} is larger than the largest checkpoint step {}", step, kMaxStep));
+  }
   TITAN_RETURN_IF_ERROR(Validate(tensors, options));
 
   // Plan the pieces this rank writes.

@@ -17,6 +17,7 @@
 
 #include "src/base/clock.h"
 #include "src/base/duration.h"
+#include "src/base/json_depth.h"
 #include "src/base/log.h"
 #include "src/gateway/admission.h"
 #include "src/gateway/batch_codec.h"
@@ -679,7 +680,9 @@ struct Gateway::Impl {
     req.body = nlohmann::json({{"content", text}, {"prompt", text}}).dump();
     Result<http::FetchedResponse> got =
         co_await http::FetchAsync(r.endpoint, req, config.health.timeout_ns);
-    if (!got.ok() || got->status != 200) co_return -1;
+    if (!got.ok() || got->status != 200 || !CheckJsonDepth(got->body, "/tokenize").ok()) {
+      co_return -1;
+    }
     auto doc = nlohmann::json::parse(got->body, nullptr, false);
     if (doc.is_object() && doc.contains("tokens") && doc["tokens"].is_array()) {
       co_return static_cast<int64_t>(doc["tokens"].size());

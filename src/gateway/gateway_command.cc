@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "src/base/command_line.h"
 #include "src/base/duration.h"
 #include "src/base/fd_limit.h"
 #include "src/base/log.h"
@@ -98,12 +99,7 @@ int GatewayCommand(int argc, char** argv) {
   app.add_option("--event-log", event_log, "JSON lines: ejections, sheds, retries, restarts");
   app.add_option("--perfetto", perfetto, "write a Perfetto trace of events and queues at exit");
   app.add_option("--log-level", log_level, "debug | info | warning | error");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+  if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
   LogLevel level;
   if (!ParseLogLevel(log_level, &level)) return Usage("--log-level: " + log_level + " is unknown");
   SetLogLevel(level);

@@ -12,6 +12,7 @@
 
 #include "src/base/atomic_file.h"
 #include "src/base/clock.h"
+#include "src/base/command_line.h"
 #include "src/base/duration.h"
 #include "src/base/fd_limit.h"
 #include "src/http/client.h"
@@ -579,12 +580,7 @@ int LoadCommand(int argc, char** argv) {
   sweep->add_option("--probe-duration", f.probe_duration, "length of each probe")
       ->check(Duration(false))
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : kExitUsage;
-  }
+  if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
   RaiseOpenFileLimit();  // one descriptor per connection in flight
   return sweep->parsed() ? SweepCommand(f) : RunCommand(f);
 }

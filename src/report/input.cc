@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "src/base/env.h"
+#include "src/base/json_depth.h"
 #include "src/base/text.h"
 
 namespace titan::report {
@@ -132,6 +133,7 @@ std::string_view InputKindName(InputKind kind) {
 }
 
 Result<Input> Recognise(const std::string& path, std::string_view content) {
+  TITAN_RETURN_IF_ERROR(CheckJsonDepth(content, path));
   if (LooksLikeEventLines(content)) {
     TITAN_ASSIGN_OR_RETURN(json lines, ParseEventLines(path, content));
     return Input{path, InputKind::kRunEvents, std::move(lines)};

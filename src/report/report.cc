@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "src/base/atomic_file.h"
+#include "src/base/command_line.h"
 #include "src/report/page.h"
 #include "src/report/sections.h"
 
@@ -121,11 +122,7 @@ int ReportCommand(int argc, char** argv) {
   app.add_option("-o,--output", out, "the HTML file to write (atomically)")->capture_default_str();
   app.add_option("--title", title, "the page's title")->capture_default_str();
   app.add_flag("-q,--quiet", quiet, "print nothing on success");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
   Result<Written> written = WriteReportFromPaths(inputs, out, title);
   if (!written.ok()) {
     fmt::print(stderr, "report: error: {}\n", written.status().message());

@@ -69,6 +69,15 @@ TEST(RecogniseTest, NamesTheFileAndWhatWasExpected) {
   EXPECT_THAT(cut.status().message(), HasSubstr("cut"));
 }
 
+TEST(RecogniseTest, RefusesDeepNestingBeforeParsing) {
+  const std::string deep = "{\"kind\":\"titan.load.run\",\"config\":" + std::string(200000, '[') +
+                           std::string(200000, ']') + "}";
+  Result<Input> in = Recognise("deep.json", deep);
+  ASSERT_FALSE(in.ok());
+  EXPECT_THAT(in.status().message(), HasSubstr("deep.json"));
+  EXPECT_THAT(in.status().message(), HasSubstr("nested deeper than"));
+}
+
 TEST(RecogniseTest, TellsEachKindApart) {
   EXPECT_EQ(Recognise("a", R"({"kind":"titan.load.run"})")->kind, InputKind::kLoadRun);
   EXPECT_EQ(Recognise("a", R"({"kind":"titan.load.sweep"})")->kind, InputKind::kLoadSweep);

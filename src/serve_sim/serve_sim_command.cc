@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <boost/asio/ip/address.hpp>
 
+#include "src/base/command_line.h"
 #include "src/base/duration.h"
 #include "src/base/fd_limit.h"
 #include "src/base/log.h"
@@ -131,12 +132,7 @@ int ServeSimCommand(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{10'000'000}));
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+  if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
   LogLevel level;
   if (!ParseLogLevel(log_level, &level)) return Usage("--log-level: " + log_level + " is unknown");
   SetLogLevel(level);

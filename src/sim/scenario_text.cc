@@ -1,5 +1,7 @@
 #include "src/sim/scenario_text.h"
 
+#include "src/base/json_depth.h"
+
 #include <filesystem>
 #include <string>
 
@@ -7,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "src/base/env.h"
+#include "src/base/json_depth.h"
 #include "src/base/text.h"
 #include "src/sim/presets.h"
 
@@ -97,28 +100,8 @@ Result<json> ParseYaml(std::string_view text, std::string_view origin) {
 }
 
 Result<json> ParseJson(std::string_view text, std::string_view origin) {
-  // Depth is bounded before parsing: nlohmann's parser itself is iterative, but a deep tree is
-  // not a scenario.
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxDepth) {
-        return InvalidArgumentError(
-            fmt::format("{}: nested deeper than {} levels at byte {}", origin, kMaxDepth, i));
-      }
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
+  // Depth is bounded before parsing: a deep tree is not a scenario.
+  TITAN_RETURN_IF_ERROR(CheckJsonDepth(text, origin, kMaxDepth));
   json tree;
   try {  // nlohmann reports the byte offset only through its exception; confined here
     tree = json::parse(text.begin(), text.end());

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "src/base/command_line.h"
 #include "src/sim/presets.h"
 #include "src/sim/report.h"
 #include "src/sim/scenario_text.h"
@@ -82,12 +83,7 @@ int SimCommand(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{1024}));
   app.add_flag("--list-presets", list, "List the built-in scenarios");
   app.add_option("--show", show, "Print a preset's YAML (a starting point for your own file)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+  if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
   if (list) {
     std::printf("%s\n", sim::PresetNames().c_str());
     return 0;

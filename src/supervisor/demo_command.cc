@@ -30,6 +30,7 @@
 
 #include "src/base/atomic_file.h"
 #include "src/base/clock.h"
+#include "src/base/command_line.h"
 #include "src/base/env.h"
 #include "src/report/report.h"
 #include "src/supervisor/rendezvous.h"
@@ -251,11 +252,7 @@ int DemoCommand(int argc, char** argv) {
   app.add_option("--etcd-binary", etcd_bin, "etcd server binary (absent: single-node mode)");
   app.add_option("--steps", steps, "training steps")->check(CLI::Range(60, 100000));
   app.add_flag("--with-agent", with_agent, "also start `titan agent` and send it the step events");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
   for (const std::string& f : {python, example}) {
     if (::access(f.c_str(), R_OK) != 0) {
       std::fprintf(stderr, "titan demo: %s not found (see --python / --example)\n", f.c_str());

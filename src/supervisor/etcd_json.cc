@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/base/json_depth.h"
 #include "src/base/text.h"
 
 namespace titan::supervisor {
@@ -21,6 +22,7 @@ int DecodeChar(char c) {
 }
 
 Result<nlohmann::json> ParseObject(std::string_view body, std::string_view what) {
+  TITAN_RETURN_IF_ERROR(CheckJsonDepth(body, fmt::format("etcd {} response", what)));
   nlohmann::json j = nlohmann::json::parse(body.begin(), body.end(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return InvalidArgumentError(

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "src/base/clock.h"
+#include "src/base/json_depth.h"
 #include "src/base/log.h"
 #include "src/base/text.h"
 #include "src/supervisor/etcd_client.h"
@@ -87,6 +88,7 @@ class LocalRendezvous final : public Rendezvous {
 };
 
 nlohmann::json ParseJsonOr(const std::string& text, nlohmann::json fallback) {
+  if (!CheckJsonDepth(text, "etcd value").ok()) return fallback;
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   return j.is_discarded() ? fallback : j;
 }

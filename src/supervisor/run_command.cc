@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "src/base/command_line.h"
 #include "src/base/text.h"
 #include "src/supervisor/supervisor.h"
 
@@ -134,11 +135,7 @@ int RunCommand(int argc, char** argv) {
   app.add_option("--stack-wait", stack_wait_s, "seconds to wait for a hung worker's stack dump")
       ->check(CLI::Range(0.0, 600.0));
   app.add_flag("--quiet", o.quiet, "no summary at the end");
-  try {
-    app.parse(own_argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (std::optional<int> done = ParseCommandLine(app, own_argc, argv)) return *done;
   if (command.empty()) {
     std::fprintf(stderr, "titan run: no command; usage: titan run [options] -- COMMAND ARGS...\n");
     return 2;

@@ -23,6 +23,7 @@
 
 #include "src/base/clock.h"
 #include "src/base/env.h"
+#include "src/base/listen_socket.h"
 #include "src/base/log.h"
 #include "src/client/event_receiver.h"
 #include "src/client/wire.h"
@@ -307,6 +308,7 @@ class Supervisor {
     }
     if (o_.metrics_port > 0) {
       http_ = std::make_unique<httplib::Server>();
+      http_->set_socket_options(SetListenSocketOptions);
       http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
         std::lock_guard<std::mutex> l(metrics_mu_);
         res.set_content(metrics_text_, "text/plain; version=0.0.4");

@@ -1,11 +1,14 @@
 #include "src/trace/merge.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "src/base/atomic_file.h"
 #include "src/trace/importers/byte_source.h"
 #include "src/trace/importers/importer.h"
 #include "src/trace/importers/json_stream.h"
@@ -91,9 +94,21 @@ Status StreamEvents(
 Result<MergeStats> MergeTelemetry(const std::vector<std::string>& trace_files,
                                   const std::string& agent_dump, const std::string& out_path) {
   MergeStats stats;
-  FILE* f = std::fopen(out_path.c_str(), "w");
-  if (f == nullptr) return ErrnoError(errno, fmt::format("writing {}", out_path));
-  std::unique_ptr<FILE, int (*)(FILE*)> closer(f, &std::fclose);
+  // The output is written to a temporary file and renamed at the end: an output that names an
+  // input would otherwise be truncated before it is read, and a failed merge would leave a
+  // partial file over a good one.
+  std::vector<std::string> inputs = trace_files;
+  if (!agent_dump.empty()) inputs.push_back(agent_dump);
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(in, out_path, ec)) {
+      return InvalidArgumentError(
+          fmt::format("-o {} is one of the inputs ({}): choose another output file", out_path, in));
+    }
+  }
+  AtomicFileWriter out;
+  TITAN_RETURN_IF_ERROR(out.Open(out_path));
+  FILE* f = out.file();
   std::fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [", f);
   Writer w(f);
   for (const std::string& path : trace_files) {
@@ -128,7 +143,7 @@ Result<MergeStats> MergeTelemetry(const std::vector<std::string>& trace_files,
         [](std::string_view, simdjson::dom::element) {}));
   }
   std::fputs("\n]}\n", f);
-  if (std::ferror(f)) return ErrnoError(errno, fmt::format("writing {}", out_path));
+  TITAN_RETURN_IF_ERROR(out.Commit());
   return stats;
 }
 

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "src/base/command_line.h"
 #include "src/report/report.h"
 #include "src/trace/analyze.h"
 #include "src/trace/importers/event_batch.h"
@@ -49,11 +50,7 @@ int TraceCommand(int argc, char** argv) {
   merge->add_option("--agent", agent_dump, "the titan agent flight-recorder dump (Chrome JSON)");
   merge->add_option("-o,--out", out_path, "output file (.json)")->required();
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
 
   if (*analyze) {
     Result<std::vector<std::string>> files = trace::ExpandTracePaths(paths);

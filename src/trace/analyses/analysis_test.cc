@@ -195,5 +195,30 @@ TEST(Merge, RanksAndAgentCountersShareTheEpochClock) {
   EXPECT_EQ(j["traceEvents"][1]["args"]["value"], 42);
 }
 
+TEST(Merge, AnOutputThatIsAnInputIsRefusedAndNothingIsTouched) {
+  TempDir dir;
+  const std::string trace =
+      R"({"distributedInfo": {"rank": 0}, "baseTimeNanoseconds": 1700000000000000000,)"
+      R"( "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.5,)"
+      R"( "dur": 2, "args": {"stream": 7}}]})";
+  std::string rank = dir.Write("rank0.json", trace);
+  std::string agent = dir.Write("agent.json", R"({"traceEvents": []})");
+  for (const std::string& out : {rank, agent, dir.path() + "/./rank0.json"}) {
+    Result<MergeStats> stats = MergeTelemetry({rank}, agent, out);
+    ASSERT_FALSE(stats.ok()) << out;
+    EXPECT_NE(stats.status().message().find("is one of the inputs"), std::string_view::npos);
+  }
+  std::ifstream f(rank);
+  std::string kept((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(kept, trace);
+  // A merge that fails half way (the agent dump is not JSON) leaves a previous output alone.
+  std::string bad = dir.Write("bad.json", "{\"traceEvents\": [ {\"ph\": ");
+  std::string out = dir.Write("merged.json", "previous");
+  EXPECT_FALSE(MergeTelemetry({rank}, bad, out).ok());
+  std::ifstream g(out);
+  std::string previous((std::istreambuf_iterator<char>(g)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(previous, "previous");
+}
+
 }  // namespace
 }  // namespace titan::trace

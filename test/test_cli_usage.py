@@ -1,0 +1,37 @@
+"""Every titan subcommand exits 2 on a usage error (an unknown flag, a value out of range, a
+missing argument) with CLI11's message, and 0 on --help: one exit code for usage errors, as the
+docs say, not CLI11's own (105 for a value out of range, 106 for a missing argument)."""
+import os
+import subprocess
+
+import pytest
+
+TITAN = os.environ["TITAN_BIN"]
+
+USAGE_ERRORS = [
+    (["run", "--nproc-per-node", "0", "--", "true"], "nproc-per-node"),
+    (["agent", "--window", "0"], "window"),
+    (["trace", "analyze", "--threads", "0", "x.json"], "threads"),
+    (["sim", "daly", "--replicas", "0"], "replicas"),
+    (["demo", "--steps", "5"], "steps"),
+    (["report"], "inputs"),
+    (["load", "--no-such-flag"], "no-such-flag"),
+    (["gateway", "--no-such-flag"], "no-such-flag"),
+    (["serve-sim", "--no-such-flag"], "no-such-flag"),
+    (["ckpt", "verify"], "CKPT is required"),
+]
+
+
+@pytest.mark.parametrize("args,named", USAGE_ERRORS, ids=[a[0][0] for a in USAGE_ERRORS])
+def test_usage_errors_exit_2_and_say_what(args, named):
+    p = subprocess.run([TITAN, *args], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2, (args, p.returncode, p.stderr)
+    assert named in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("sub", ["run", "agent", "trace", "sim", "demo", "report", "load",
+                                 "gateway", "serve-sim", "ckpt"])
+def test_help_exits_0(sub):
+    p = subprocess.run([TITAN, sub, "--help"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, (sub, p.returncode, p.stderr)
+    assert "Usage" in p.stdout or "usage" in p.stdout, p.stdout[:500]
