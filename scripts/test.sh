@@ -34,5 +34,5 @@ for preset in asan tsan; do
 done
 
 step "fuzzers (bounded runs)"
-bash scripts/build.sh fuzz
+bash scripts/build.sh fuzz fuzzers
 bash scripts/run_fuzzers.sh build/fuzz "${TITAN_FUZZ_SECONDS:-20}"

@@ -64,6 +64,9 @@ Result<Report> BuildReport(const std::vector<Input>& inputs,
         case InputKind::kSim:
           AddSim(in, &report);
           break;
+        case InputKind::kGatewayEvents:
+          AddGatewayLog(in, &report);
+          break;
         case InputKind::kAgentDump:
           AddAgentDump(in, &report);
           break;

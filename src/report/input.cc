@@ -19,7 +19,7 @@ using nlohmann::json;
 constexpr std::string_view kExpected =
     "expected the JSON of `titan load --json`, `titan load sweep --json`, `titan trace analyze "
     "--json`, `titan sim --json`, a `titan run` event log (events.jsonl) or ledger "
-    "(ledger.json), or a `titan agent` recorder dump";
+    "(ledger.json), a `titan gateway` event log, or a `titan agent` recorder dump";
 
 bool IsAgentDump(const json& doc) {
   const auto it = doc.find("traceEvents");
@@ -128,6 +128,8 @@ std::string_view InputKindName(InputKind kind) {
       return "run ledger";
     case InputKind::kAgentDump:
       return "agent dump";
+    case InputKind::kGatewayEvents:
+      return "gateway event log";
   }
   return "unknown";
 }
@@ -136,7 +138,12 @@ Result<Input> Recognise(const std::string& path, std::string_view content) {
   TITAN_RETURN_IF_ERROR(CheckJsonDepth(content, path));
   if (LooksLikeEventLines(content)) {
     TITAN_ASSIGN_OR_RETURN(json lines, ParseEventLines(path, content));
-    return Input{path, InputKind::kRunEvents, std::move(lines)};
+    // titan gateway writes the same event-log format; its "start" says how it routes.
+    const bool gateway = std::any_of(lines.begin(), lines.end(), [](const json& e) {
+      return e.value("type", json()) == "start" && e.contains("routing");
+    });
+    return Input{path, gateway ? InputKind::kGatewayEvents : InputKind::kRunEvents,
+                 std::move(lines)};
   }
   json doc;
   try {

@@ -27,6 +27,7 @@ enum class InputKind {
   kRunEvents,      // titan run --event-log (JSON lines)   {"type":...,"time_ns":...} per line
   kRunLedger,      // titan run --ledger-json              {"ettr":...,"seconds":{...},...}
   kAgentDump,      // titan agent recorder dump (Perfetto) {"traceEvents":[...]} with its signals
+  kGatewayEvents,  // titan gateway --event-log (JSON lines) whose "start" names its "routing"
 };
 std::string_view InputKindName(InputKind kind);
 

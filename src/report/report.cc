@@ -35,6 +35,7 @@ int DirectoryOrder(InputKind kind) {
       return 0;
     case InputKind::kLoadRun:
     case InputKind::kLoadSweep:
+    case InputKind::kGatewayEvents:
       return 1;
     case InputKind::kTraceAnalysis:
       return 2;
@@ -108,6 +109,7 @@ int ReportCommand(int argc, char** argv) {
       "  titan trace analyze --json                     per-rank/per-step breakdown, skew heatmap\n"
       "  titan run events.jsonl and ledger.json         timeline of faults and decisions, goodput\n"
       "  titan agent recorder dump (Perfetto JSON)      signals around each transient\n"
+      "  titan gateway --event-log                      sheds, retries, ejections over time\n"
       "  titan sim --json (one scenario or a sweep)     ETTR with confidence bands, intervals\n"
       "  a directory (titan demo's output)              every result found below it, one page\n\n"
       "  titan report run.json -o load.html\n"

@@ -92,6 +92,11 @@ TEST(RecogniseTest, TellsEachKindApart) {
                                "args":{"name":"titan agent: signals"}}]})")
                 ->kind,
             InputKind::kAgentDump);
+  EXPECT_EQ(Recognise("a",
+                      "{\"type\":\"start\",\"time_ns\":1,\"routing\":\"p2c\"}\n"
+                      "{\"type\":\"shed\",\"time_ns\":2}\n")
+                ->kind,
+            InputKind::kGatewayEvents);
   EXPECT_FALSE(Recognise("a", R"({"kind":"titan.future.thing"})").ok());
 }
 

@@ -43,6 +43,8 @@ sys.path.insert(0, str(ROOT / "test/agent"))
 sys.path.insert(0, str(ROOT / "test/load"))
 from test_grafana_dashboard import send_training_events  # noqa: E402  (the agent's wire format)
 from test_load_e2e import serve_sim as start_serve_sim  # noqa: E402
+sys.path.insert(0, str(ROOT / "test/gateway"))
+from test_gateway_e2e import gateway as start_gateway  # noqa: E402
 
 
 def chromium():
@@ -278,6 +280,24 @@ def agent_dump(work):
             proc.wait()
 
 
+@pytest.fixture(scope="module")
+def gateway_log(work):
+    """A real titan gateway in front of three serve-sims, one turning 5x slower after 2 s (it is
+    ejected), with a queue too small for the bursts that titan load sends (requests are shed)."""
+    with start_serve_sim("--itl-base", "2ms") as (a, _), start_serve_sim("--itl-base", "2ms") as (b, _), \
+            start_serve_sim("--itl-base", "2ms", "--fault", "slow=5@2s") as (slow, _):
+        with start_gateway("--replica", a, "--replica", b, "--replica", slow, "--routing",
+                           "round_robin", "--outlier-interval", "500ms", "--max-inflight", "4",
+                           "--max-queue", "8", ready=3) as (gw, _, events):
+            run([TITAN, "load", "--url", gw, "--arrivals", "burst:quiet=1s,size=60,repeat=4,rate=20",
+                 "--duration", "7s", "--output-tokens", "20", "--input-tokens", "16", "-q"],
+                ok=False, timeout=60)
+            evs = events()
+    out = work / "gateway-events.jsonl"
+    out.write_text("".join(json.dumps(e) + "\n" for e in evs))
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Each kind in the browser.
 
@@ -369,6 +389,18 @@ def test_agent_dump_report(work, agent_dump):
     steps = next(b for b in blocks if b.get("title") == "Step time per rank")
     assert max(v for v in steps["data"][2] if v is not None) >= 290, "the 300 ms step is lost"
     check_page(out, "agent", min_plots=3)
+
+
+def test_gateway_report(work, gateway_log):
+    out = work / "gateway.html"
+    report([gateway_log], out)
+    data = page_data(out)
+    section = data["sections"][0]
+    assert section["title"].startswith("Gateway: 3 replicas"), section["title"]
+    plot = next(b for b in section["blocks"] if b.get("title", "").startswith("Shed and retried"))
+    assert sum(v for v in plot["data"][1] if v) > 0, "no shed request counted"
+    assert any(m["label"].startswith("eject ") for m in plot["marks"]), plot["marks"]
+    check_page(out, "gateway", min_plots=1)
 
 
 def test_directory_report(work, run_dir, agent_dump, load_json):
