@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "src/base/text.h"
 #include "src/checkpoint/layout.h"
 
 namespace titan::checkpoint {

@@ -47,21 +47,33 @@ Point ReadRow(const Fields& row) {
   return p;
 }
 
+// One bar per named category (a cause, a time share).
+Plot CategoryBars(std::string title, std::string y_label, std::string y_unit, Series series,
+                  const std::vector<std::pair<std::string, double>>& bars) {
+  Plot plot;
+  plot.title = std::move(title);
+  plot.y = {std::move(y_label), std::move(y_unit)};
+  plot.series = {std::move(series)};
+  plot.ys.assign(1, {});
+  for (const auto& [name, value] : bars) {
+    plot.x.categories.push_back(name);
+    plot.xs.push_back(static_cast<double>(plot.xs.size()));
+    plot.ys[0].push_back(value);
+  }
+  return plot;
+}
+
 void AddCauses(const Fields& row, Section* section) {
   const nlohmann::json& causes = row.ArrayOr("interruptions_by_cause");
   if (causes.empty()) return;
-  Plot plot;
-  plot.title = "Interruptions by cause (mean per run)";
-  plot.x = {"cause", ""};
-  plot.y = {"interruptions", "per run"};
-  plot.series = {{"interruptions", "", "bars", "#d62728"}};
-  plot.ys.assign(1, {});
+  std::vector<std::pair<std::string, double>> bars;
   for (size_t i = 0; i < causes.size(); ++i) {
     const Fields c = row.Element("interruptions_by_cause", i);
-    plot.x.categories.push_back(c.Str("cause"));
-    plot.xs.push_back(static_cast<double>(i));
-    plot.ys[0].push_back(c.Object("count").Num("mean"));
+    bars.emplace_back(c.Str("cause"), c.Object("count").Num("mean"));
   }
+  Plot plot = CategoryBars("Interruptions by cause (mean per run)", "interruptions", "per run",
+                           {"interruptions", "", "bars", "#d62728"}, bars);
+  plot.x.label = "cause";
   section->Add(std::move(plot));
 }
 
@@ -181,17 +193,10 @@ void AddSim(const Input& input, Report* report) {
     section.Add(std::move(shares));
     section.Add(std::move(table));
   } else {
-    Plot shares;
-    shares.title = "Where the time goes";
-    shares.x = {"", ""};
-    shares.y = {"share of wall time", "fraction"};
-    shares.series = {{"share", "", "bars", "#2ca02c"}};
-    shares.ys.assign(1, {});
-    for (size_t k = 0; k < std::size(kShares); ++k) {
-      shares.x.categories.push_back(kShares[k]);
-      shares.xs.push_back(static_cast<double>(k));
-      shares.ys[0].push_back(p0.shares[k]);
-    }
+    std::vector<std::pair<std::string, double>> bars;
+    for (size_t k = 0; k < std::size(kShares); ++k) bars.emplace_back(kShares[k], p0.shares[k]);
+    Plot shares = CategoryBars("Where the time goes", "share of wall time", "fraction",
+                               {"share", "", "bars", "#2ca02c"}, bars);
     section.Add(std::move(shares));
   }
   AddCauses(first, &section);
