@@ -38,7 +38,7 @@ T Unwrap(Result<T> result) {
 }
 
 std::shared_ptr<Storage> OpenRoot(const std::string& dir, bool create) {
-  return Unwrap(OpenPosixStorage(dir, create));
+  return Unwrap(OpenStorage(dir, create));
 }
 
 DType DTypeOf(const std::string& name) {
@@ -215,12 +215,12 @@ void BindCheckpoint(py::module_& m) {
       .def("verify", &PyReader::Verify)
       .def("bytes_read", &PyReader::bytes_read);
   c.def("latest_step", [](const std::string& dir) -> std::optional<int64_t> {
-    auto storage = OpenPosixStorage(dir, false);
+    auto storage = OpenStorage(dir, false);
     if (!storage.ok()) return std::nullopt;
     return Unwrap(LatestStep(**storage));
   });
   c.def("list_steps", [](const std::string& dir) -> std::vector<int64_t> {
-    auto storage = OpenPosixStorage(dir, false);
+    auto storage = OpenStorage(dir, false);
     if (!storage.ok()) return {};
     return Unwrap(ListCommittedSteps(**storage));
   });

@@ -9,13 +9,17 @@ PACKAGES=(
   # libraries (see docs/architecture.md for why each)
   libgtest-dev libgmock-dev libbenchmark-dev libsimdjson-dev zlib1g-dev libdeflate-dev
   libzstd-dev libxxhash-dev libfmt-dev libcli11-dev nlohmann-json3-dev pybind11-dev
-  libcpp-httplib-dev libcurl4-openssl-dev libyaml-cpp-dev
+  libcpp-httplib-dev libcurl4-openssl-dev libyaml-cpp-dev libpugixml-dev
   # the one HTTP stack (src/http): Boost.Asio + Beast, header-only, with C++20 coroutines
   libboost1.81-dev
   # Python side: the module is built for Debian's interpreter, which has PyTorch
   python3 python3-dev python3-torch python3-numpy python3-pytest
   # real components used by tests
   prometheus etcd-server etcd-client curl procps bc
+  # real Ceph RADOS gateway for the S3 checkpoint backend's tests (scripts/rgw.sh)
+  ceph-mon ceph-osd radosgw ceph-common
+  # side-by-side S3 throughput benchmark
+  rclone
   # titan report's tests open the pages in a real browser and look at the screenshots
   chromium-headless-shell python3-pil
   # titan run: native stacks of hung workers (eu-stack)
@@ -40,7 +44,8 @@ echo "bootstrap: installing ${#missing[@]} packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian starts these as services on install; titan's tests start their own instances.
+# Debian starts these as services on install; titan's tests start their own instances. (The
+# ceph packages start only their systemd targets: no daemon, as no instance is enabled.)
 for svc in prometheus etcd; do
   if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
     $SUDO systemctl stop "$svc" || true

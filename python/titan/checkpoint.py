@@ -350,8 +350,16 @@ def configure(dir=None, **save_defaults):
     _defaults.update(save_defaults)
 
 
+def _location(dir):
+    """A checkpoint location: an absolute directory, or an s3://bucket/prefix URL as given."""
+    dir = os.fspath(dir)
+    if dir.startswith("s3://"):
+        return dir.rstrip("/")
+    return os.path.abspath(dir)
+
+
 def _writer(dir):
-    dir = os.path.abspath(os.fspath(dir))
+    dir = _location(dir)
     if dir not in _writers:
         _writers[dir] = _native.checkpoint.Writer(dir)
     return _writers[dir]
@@ -440,8 +448,9 @@ def list_steps(dir):
 
 
 def _split(path):
-    path = os.path.abspath(os.fspath(path)).rstrip("/")
-    root, name = os.path.split(path)
+    path = _location(path).rstrip("/")
+    root, _, name = path.rpartition("/")
+    root = root or "/"
     if not name.startswith("step_") or not name[5:].isdigit():
         raise ValueError(f"{path} is not a checkpoint directory (DIR/step_NNNNNNNNNN)")
     return root, int(name[5:])
@@ -476,7 +485,7 @@ def load(path, state, *, group=None):
 
 
 def load_latest(dir, state, *, fallback=True, group=None):
-    root = os.path.abspath(os.fspath(dir))
+    root = _location(dir)
     latest = _native.checkpoint.latest_step(root)
     if latest is None:
         return None

@@ -1,5 +1,6 @@
 // `titan ckpt`: inspect and maintain checkpoint directories (ls, inspect, verify, diff, gc).
 // All logic is in the library (catalog.h, reader.h); this file parses flags and prints.
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -9,8 +10,10 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "src/base/clock.h"
 #include "src/base/command_line.h"
 #include "src/checkpoint/catalog.h"
+#include "src/checkpoint/copy.h"
 #include "src/checkpoint/layout.h"
 #include "src/checkpoint/reader.h"
 #include "tools/titan/commands.h"
@@ -54,9 +57,9 @@ Result<Target> Resolve(std::string path) {
   Target target;
   if (ParseStepDirName(base, &target.step)) {
     std::string root = slash == std::string::npos ? "." : path.substr(0, slash);
-    TITAN_ASSIGN_OR_RETURN(target.storage, OpenPosixStorage(root, false));
+    TITAN_ASSIGN_OR_RETURN(target.storage, OpenStorage(root, false));
   } else {
-    TITAN_ASSIGN_OR_RETURN(target.storage, OpenPosixStorage(path, false));
+    TITAN_ASSIGN_OR_RETURN(target.storage, OpenStorage(path, false));
     TITAN_ASSIGN_OR_RETURN(std::optional<int64_t> latest, LatestStep(*target.storage));
     if (!latest) {
       return NotFoundError(fmt::format("{} holds no committed checkpoint", path));
@@ -77,7 +80,7 @@ int Fail(const Status& status) {
 }
 
 int Ls(const std::string& dir) {
-  auto storage = OpenPosixStorage(dir, false);
+  auto storage = OpenStorage(dir, false);
   if (!storage.ok()) return Fail(storage.status());
   auto steps = ListCommittedSteps(**storage);
   if (!steps.ok()) return Fail(steps.status());
@@ -243,7 +246,7 @@ int Diff(const std::string& a_path, const std::string& b_path) {
 }
 
 int Gc(const std::string& dir, const RetentionPolicy& policy, bool dry_run) {
-  auto storage = OpenPosixStorage(dir, false);
+  auto storage = OpenStorage(dir, false);
   if (!storage.ok()) return Fail(storage.status());
   auto report = CollectGarbage(**storage, policy, dry_run);
   if (!report.ok()) return Fail(report.status());
@@ -261,25 +264,59 @@ int Gc(const std::string& dir, const RetentionPolicy& policy, bool dry_run) {
   return 0;
 }
 
+int Cp(const std::string& source, const std::string& destination, int files_in_parallel) {
+  auto from = Resolve(source);
+  if (!from.ok()) return Fail(from.status());
+  auto to = OpenStorage(destination, true);
+  if (!to.ok()) return Fail(to.status());
+  CopyOptions options;
+  options.files_in_parallel = files_in_parallel;
+  int64_t started_ns = MonoNowNs();
+  int64_t last_ns = started_ns;
+  options.on_progress = [&](uint64_t copied, uint64_t total) {
+    int64_t now_ns = MonoNowNs();
+    if (now_ns - last_ns < 2'000'000'000 || copied == total) return;
+    last_ns = now_ns;
+    std::fprintf(stderr, "titan ckpt cp: %s of %s\n", HumanBytes(copied).c_str(),
+                 HumanBytes(total).c_str());
+  };
+  auto report = CopyCheckpoint(*from->storage, from->step, **to, options);
+  if (!report.ok()) return Fail(report.status());
+  double seconds = static_cast<double>(MonoNowNs() - started_ns) / 1e9;
+  std::printf("copied %s to %s: %d files, %s in %.2f s (%.0f MiB/s)%s%s\n", from->where.c_str(),
+              (*to)->Describe(StepDirName(from->step)).c_str(), report->files_copied,
+              HumanBytes(report->copied_bytes).c_str(), seconds,
+              static_cast<double>(report->copied_bytes) / (1 << 20) / std::max(seconds, 1e-9),
+              report->files_present > 0
+                  ? fmt::format(", {} already there", report->files_present).c_str()
+                  : "",
+              report->moved_latest ? "; latest updated" : "");
+  return 0;
+}
+
 }  // namespace
 
 int CkptCommand(int argc, char** argv) {
   CLI::App app{
       "titan ckpt: inspect and maintain titan checkpoints (written by titan.checkpoint).\n"
-      "CKPT is DIR/step_NNNNNNNNNN, or DIR for its latest checkpoint.\n\n"
+      "CKPT is DIR/step_NNNNNNNNNN, or DIR for its latest checkpoint. DIR is a directory or\n"
+      "an object store location s3://bucket/prefix (credentials and endpoint from AWS_* and\n"
+      "~/.aws, see docs/checkpoint.md).\n\n"
       "Examples:\n"
       "  titan ckpt ls /ckpt\n"
       "  titan ckpt inspect /ckpt/step_0000001000\n"
       "  titan ckpt verify /ckpt                       # every checksum of the latest\n"
       "  titan ckpt diff /ckpt/step_0000000900 /ckpt/step_0000001000\n"
-      "  titan ckpt gc /ckpt --keep-last 3 --keep-every 1000 --dry-run\n",
+      "  titan ckpt gc /ckpt --keep-last 3 --keep-every 1000 --dry-run\n"
+      "  titan ckpt ls s3://ckpt/llama-70b\n"
+      "  titan ckpt cp /local/ckpt s3://ckpt/llama-70b # latest, every chunk checked\n",
       "titan ckpt"};
   app.require_subcommand(1);
   std::string dir, a, b;
   bool json = false, dry_run = false;
   RetentionPolicy policy;
   auto* ls = app.add_subcommand("ls", "list committed checkpoints (* marks latest)");
-  ls->add_option("DIR", dir, "checkpoint directory")->required();
+  ls->add_option("DIR", dir, "checkpoint directory or s3://bucket/prefix")->required();
   auto* inspect = app.add_subcommand("inspect", "show a checkpoint's manifest");
   inspect->add_option("CKPT", a, "checkpoint")->required();
   inspect->add_flag("--json", json, "print the raw manifest");
@@ -290,13 +327,21 @@ int CkptCommand(int argc, char** argv) {
   diff->add_option("B", b, "checkpoint")->required();
   auto* gc = app.add_subcommand(
       "gc", "apply retention and remove files no committed checkpoint references");
-  gc->add_option("DIR", dir, "checkpoint directory")->required();
+  gc->add_option("DIR", dir, "checkpoint directory or s3://bucket/prefix")->required();
   gc->add_option("--keep-last", policy.keep_last, "keep the newest K checkpoints (0: all)")
       ->check(CLI::NonNegativeNumber);
   gc->add_option("--keep-every", policy.keep_every, "also keep steps divisible by N")
       ->check(CLI::NonNegativeNumber);
   gc->add_flag("--dry-run", dry_run, "only print what would be removed");
+  int files_in_parallel = 4;
+  auto* cp = app.add_subcommand(
+      "cp", "copy a checkpoint to another root (directory or s3://), checking every chunk");
+  cp->add_option("CKPT", a, "checkpoint")->required();
+  cp->add_option("DEST", b, "destination root: directory or s3://bucket/prefix")->required();
+  cp->add_option("--files", files_in_parallel, "data files copied at once")
+      ->check(CLI::Range(1, 64));
   if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
+  if (*cp) return Cp(a, b, files_in_parallel);
   if (*ls) return Ls(dir);
   if (*inspect) return Inspect(a, json);
   if (*verify) return Verify(a);

@@ -1,7 +1,7 @@
 // Storage: where checkpoints live. Every path is relative to the storage's root and uses '/'
 // separators ("step_0000000100/rank_00000-1a2b.data"). The checkpoint engine uses only these
-// operations, so an object-store backend can implement them later (a directory is a key prefix;
-// WriteFileAtomic is one PUT; SyncDir is a no-op there).
+// operations, so the object-store backend (s3_storage.h) implements them too (a directory is a
+// key prefix; WriteFileAtomic is one PUT; SyncDir is a no-op there).
 //
 // Durability contract (what the commit protocol relies on):
 //   * data appended to a WritableFile is durable only after Sync() returned OK;
@@ -80,5 +80,10 @@ class Storage {
 // created (mkdir -p); without, a missing root is NOT_FOUND.
 Result<std::shared_ptr<Storage>> OpenPosixStorage(const std::string& root,
                                                   bool create_if_missing = true);
+
+// A checkpoint location as users write it: "s3://bucket/prefix" (OpenS3Storage, s3_storage.h;
+// create_if_missing does not create buckets) or a directory (OpenPosixStorage).
+Result<std::shared_ptr<Storage>> OpenStorage(const std::string& location,
+                                             bool create_if_missing = true);
 
 }  // namespace titan::checkpoint

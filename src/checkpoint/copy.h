@@ -1,0 +1,45 @@
+// Copies one committed checkpoint from one root to another (a directory to s3://, back, or
+// between buckets), checking every chunk's XXH3 on the way: `titan ckpt cp`.
+//
+// The copy commits like a save: data files first, then MANIFEST (the source's bytes, verbatim),
+// then `latest` if the step is newer than the destination's latest. A crash or an error leaves
+// the destination's earlier checkpoints untouched and the copied one uncommitted. Data files
+// the destination already holds at the right size (chunks an incremental checkpoint shares with
+// an older one) are not copied again.
+//
+// Parallelism: `files_in_parallel` files at once; within a file, `read_ahead` chunks are read
+// concurrently (ranged GETs on object storage) and appended in order (an object store's writer
+// uploads parts in parallel itself). Memory: about files_in_parallel * read_ahead chunks,
+// plus what the destination's writers buffer (s3_storage.h).
+// Thread safety: one call per destination root at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "src/base/status.h"
+#include "src/checkpoint/storage.h"
+
+namespace titan::checkpoint {
+
+struct CopyOptions {
+  int files_in_parallel = 4;
+  int read_ahead = 4;
+  // Called after each file with the bytes copied so far (from the copying threads, serialised).
+  std::function<void(uint64_t copied_bytes, uint64_t total_bytes)> on_progress;
+};
+
+struct CopyReport {
+  int files_copied = 0;
+  int files_present = 0;  // already at the destination
+  uint64_t copied_bytes = 0;
+  bool moved_latest = false;
+};
+
+// DATA_LOSS when a chunk's bytes do not match the manifest (naming file and offset); the
+// source's and the destination's errors otherwise, prefixed with the file being copied.
+Result<CopyReport> CopyCheckpoint(Storage& from, int64_t step, Storage& to,
+                                  const CopyOptions& options = {});
+
+}  // namespace titan::checkpoint

@@ -1,0 +1,297 @@
+#include "src/checkpoint/s3_storage.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "src/base/text.h"
+#include "src/s3/client.h"
+
+namespace titan::checkpoint {
+namespace {
+
+using s3::Client;
+
+struct Root {
+  std::shared_ptr<Client> client;
+  std::string bucket;
+  std::string prefix;  // "" or "a/b" (no slashes at the ends)
+  S3StorageOptions options;
+
+  std::string Key(std::string_view path) const {
+    if (prefix.empty()) return std::string(path);
+    if (path.empty()) return prefix;
+    return prefix + "/" + std::string(path);
+  }
+  // The listing prefix of a directory: "prefix/dir/" ("" for the root of a bucket).
+  std::string DirPrefix(std::string_view path) const {
+    std::string key = Key(path);
+    return key.empty() ? key : key + "/";
+  }
+};
+
+// Uploads in parts of options.part_bytes; up to options.concurrency parts in flight on their
+// own threads. Errors of background parts surface at the next Append or at Sync.
+class S3WritableFile final : public WritableFile {
+ public:
+  S3WritableFile(std::shared_ptr<const Root> root, std::string key)
+      : root_(std::move(root)), key_(std::move(key)) {
+    buffer_.reserve(root_->options.part_bytes);
+  }
+  ~S3WritableFile() override {
+    WaitForParts(0);
+    if (!upload_id_.empty() && !done_) {
+      root_->client->AbortMultipartUpload(root_->bucket, key_, upload_id_).IgnoreError();
+    }
+  }
+
+  Status Append(const void* data, size_t size_bytes) override {
+    if (done_) {
+      return FailedPreconditionError(
+          fmt::format("append to {} after Sync: an object cannot grow once written", Where()));
+    }
+    TITAN_RETURN_IF_ERROR(FirstError());
+    const char* p = static_cast<const char*>(data);
+    while (size_bytes > 0) {
+      size_t room = root_->options.part_bytes - buffer_.size();
+      size_t n = std::min(room, size_bytes);
+      buffer_.insert(buffer_.end(), p, p + n);
+      p += n;
+      size_bytes -= n;
+      size_ += n;
+      if (buffer_.size() == root_->options.part_bytes) TITAN_RETURN_IF_ERROR(StartPart());
+    }
+    return OkStatus();
+  }
+
+  Status Sync() override {
+    if (done_) return OkStatus();
+    if (upload_id_.empty()) {
+      // Small enough for one PUT.
+      TITAN_RETURN_IF_ERROR(root_->client->PutObject(
+          root_->bucket, key_, std::string_view(buffer_.data(), buffer_.size())));
+    } else {
+      if (!buffer_.empty()) TITAN_RETURN_IF_ERROR(StartPart());
+      WaitForParts(0);
+      TITAN_RETURN_IF_ERROR(FirstError());
+      Status complete =
+          root_->client->CompleteMultipartUpload(root_->bucket, key_, upload_id_, etags_);
+      if (!complete.ok() && !CompletedEarlier(complete)) return complete;
+    }
+    done_ = true;
+    buffer_ = {};
+    return OkStatus();
+  }
+
+  Status Close() override { return Sync(); }
+  uint64_t size_bytes() const override { return size_; }
+
+ private:
+  std::string Where() const { return Client::Describe(root_->bucket, key_); }
+
+  // A completion retried after a lost answer finds the upload gone (NoSuchUpload) although
+  // the first attempt succeeded: the object of the right size says so.
+  bool CompletedEarlier(const Status& complete) {
+    if (complete.message().find("NoSuchUpload") == std::string::npos) return false;
+    Result<uint64_t> size = root_->client->HeadObject(root_->bucket, key_);
+    return size.ok() && *size == size_;
+  }
+
+  Status StartPart() {
+    if (upload_id_.empty()) {
+      TITAN_ASSIGN_OR_RETURN(upload_id_, root_->client->CreateMultipartUpload(root_->bucket, key_));
+    }
+    WaitForParts(static_cast<size_t>(root_->options.concurrency) - 1);
+    TITAN_RETURN_IF_ERROR(FirstError());
+    int part = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      etags_.emplace_back();
+      part = static_cast<int>(etags_.size());
+      ++in_flight_;
+    }
+    auto data = std::make_shared<std::vector<char>>(std::move(buffer_));
+    buffer_ = {};
+    buffer_.reserve(root_->options.part_bytes);
+    threads_.emplace_back([this, part, data] {
+      Result<std::string> etag = root_->client->UploadPart(
+          root_->bucket, key_, upload_id_, part, std::string_view(data->data(), data->size()));
+      std::lock_guard<std::mutex> lock(mu_);
+      if (etag.ok()) {
+        etags_[static_cast<size_t>(part - 1)] = *etag;
+      } else if (error_.ok()) {
+        error_ = etag.status();
+      }
+      --in_flight_;
+      cv_.notify_all();
+    });
+    return OkStatus();
+  }
+
+  // Blocks until at most `max_in_flight` parts are uploading; joins finished threads when
+  // none are.
+  void WaitForParts(size_t max_in_flight) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return in_flight_ <= max_in_flight; });
+    if (in_flight_ == 0) {
+      lock.unlock();
+      for (std::thread& t : threads_) t.join();
+      threads_.clear();
+    }
+  }
+
+  Status FirstError() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_;
+  }
+
+  const std::shared_ptr<const Root> root_;
+  const std::string key_;
+  std::vector<char> buffer_;  // the part being filled
+  uint64_t size_ = 0;
+  bool done_ = false;
+  std::string upload_id_;             // "" until the first part is full
+  std::vector<std::thread> threads_;  // one per started part, joined when all are done
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t in_flight_ = 0;            // guarded by mu_
+  std::vector<std::string> etags_;  // part i's ETag at i-1; guarded by mu_ once parts run
+  Status error_;                    // the first failed part's; guarded by mu_
+};
+
+class S3RandomAccessFile final : public RandomAccessFile {
+ public:
+  S3RandomAccessFile(std::shared_ptr<const Root> root, std::string key, uint64_t size)
+      : root_(std::move(root)), key_(std::move(key)), size_(size) {}
+  Status ReadAt(uint64_t offset, size_t size_bytes, void* dst) const override {
+    if (offset > size_ || size_bytes > size_ - offset) {
+      return DataLossError(
+          fmt::format("{} holds {} bytes; cannot read {} bytes at offset {} (truncated object?)",
+                      Client::Describe(root_->bucket, key_), size_, size_bytes, offset));
+    }
+    return root_->client->GetRange(root_->bucket, key_, offset, size_bytes, dst);
+  }
+
+ private:
+  const std::shared_ptr<const Root> root_;
+  const std::string key_;
+  const uint64_t size_;
+};
+
+class S3Storage final : public Storage {
+ public:
+  explicit S3Storage(std::shared_ptr<const Root> root) : root_(std::move(root)) {}
+
+  std::string Describe(std::string_view path) const override {
+    return Client::Describe(root_->bucket, root_->Key(path));
+  }
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
+    return std::unique_ptr<WritableFile>(new S3WritableFile(root_, root_->Key(path)));
+  }
+  Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path) override {
+    TITAN_ASSIGN_OR_RETURN(uint64_t size, FileSize(path));
+    return std::unique_ptr<RandomAccessFile>(new S3RandomAccessFile(root_, root_->Key(path), size));
+  }
+  Result<std::string> ReadFile(const std::string& path, size_t max_bytes) override {
+    return root_->client->GetObject(root_->bucket, root_->Key(path), max_bytes);
+  }
+  Status WriteFileAtomic(const std::string& path, std::string_view data) override {
+    return root_->client->PutObject(root_->bucket, root_->Key(path), data);
+  }
+  Status CreateDir(const std::string&) override { return OkStatus(); }
+  Status SyncDir(const std::string&) override { return OkStatus(); }
+  Status Rename(const std::string& from, const std::string& to) override {
+    return UnimplementedError(fmt::format("rename {} -> {}: an object store has no atomic rename",
+                                          Describe(from), Describe(to)));
+  }
+  Status RemoveFile(const std::string& path) override {
+    return root_->client->DeleteObject(root_->bucket, root_->Key(path));
+  }
+  Status RemoveDir(const std::string& path) override {
+    TITAN_ASSIGN_OR_RETURN(s3::Listing listing,
+                           root_->client->List(root_->bucket, root_->DirPrefix(path), "/", 1));
+    if (!listing.objects.empty() || !listing.common_prefixes.empty()) {
+      return FailedPreconditionError(
+          fmt::format("cannot remove {}: it still holds objects", Describe(path)));
+    }
+    return OkStatus();
+  }
+  Result<std::vector<std::string>> ListDir(const std::string& path) override {
+    std::string prefix = root_->DirPrefix(path);
+    TITAN_ASSIGN_OR_RETURN(s3::Listing listing, root_->client->List(root_->bucket, prefix, "/"));
+    std::vector<std::string> names;
+    for (const s3::ObjectEntry& o : listing.objects) {
+      if (o.key.size() > prefix.size()) names.push_back(o.key.substr(prefix.size()));
+    }
+    for (const std::string& p : listing.common_prefixes) {
+      if (p.size() > prefix.size() + 1) {
+        names.push_back(p.substr(prefix.size(), p.size() - prefix.size() - 1));
+      }
+    }
+    if (names.empty() && !path.empty()) {
+      return NotFoundError(fmt::format("{} holds no objects", Describe(path) + "/"));
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+  }
+  Result<uint64_t> FileSize(const std::string& path) override {
+    return root_->client->HeadObject(root_->bucket, root_->Key(path));
+  }
+  bool IsDir(const std::string& path) override {
+    Result<s3::Listing> listing =
+        root_->client->List(root_->bucket, root_->DirPrefix(path), "/", 1);
+    return listing.ok() && (!listing->objects.empty() || !listing->common_prefixes.empty());
+  }
+
+ private:
+  const std::shared_ptr<const Root> root_;
+};
+
+Result<int64_t> IntFromEnv(const char* name, int64_t fallback, int64_t low, int64_t high,
+                           std::string_view unit) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return fallback;
+  int64_t parsed = 0;
+  if (!ParseInt64(value, &parsed) || parsed < low || parsed > high) {
+    return InvalidArgumentError(fmt::format("{}='{}': expected a whole number of {} from {} to {}",
+                                            name, value, unit, low, high));
+  }
+  return parsed;
+}
+
+}  // namespace
+
+Result<S3StorageOptions> S3StorageOptions::FromEnvironment() {
+  S3StorageOptions options;
+  TITAN_ASSIGN_OR_RETURN(int64_t mib, IntFromEnv("TITAN_S3_PART_MIB", 16, 5, 5120, "MiB"));
+  options.part_bytes = static_cast<size_t>(mib) << 20;
+  TITAN_ASSIGN_OR_RETURN(int64_t parts, IntFromEnv("TITAN_S3_CONCURRENCY", 8, 1, 64, "parts"));
+  options.concurrency = static_cast<int>(parts);
+  return options;
+}
+
+Result<std::shared_ptr<Storage>> OpenS3Storage(const std::string& url) {
+  TITAN_ASSIGN_OR_RETURN(s3::Location location, s3::ParseS3Url(url));
+  TITAN_ASSIGN_OR_RETURN(s3::Config config, s3::ResolveConfig());
+  TITAN_ASSIGN_OR_RETURN(s3::ClientOptions client_options, s3::ClientOptions::FromEnvironment());
+  auto root = std::make_shared<Root>();
+  TITAN_ASSIGN_OR_RETURN(root->options, S3StorageOptions::FromEnvironment());
+  TITAN_ASSIGN_OR_RETURN(std::unique_ptr<Client> client,
+                         Client::Create(std::move(config), client_options));
+  root->client = std::move(client);
+  root->bucket = location.bucket;
+  root->prefix = location.prefix;
+  TITAN_RETURN_IF_ERROR_CTX(root->client->CheckBucket(root->bucket, root->DirPrefix("")),
+                            fmt::format("opening {}", url));
+  return std::shared_ptr<Storage>(new S3Storage(std::move(root)));
+}
+
+}  // namespace titan::checkpoint
