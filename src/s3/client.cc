@@ -309,6 +309,7 @@ Result<Client::Response> Client::Perform(const Request& r) {
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    if (!config_.ca_bundle.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, config_.ca_bundle.c_str());
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                      static_cast<long>(options_.connect_timeout_ns / 1'000'000));
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);

@@ -146,6 +146,8 @@ Result<Config> ResolveConfig(const GetEnv& env) {
       break;
     }
   }
+  config.ca_bundle = get("AWS_CA_BUNDLE");
+  if (config.ca_bundle.empty()) config.ca_bundle = Value(config_section, "ca_bundle");
   for (std::string endpoint : {get("AWS_ENDPOINT_URL_S3"), get("AWS_ENDPOINT_URL"),
                                Value(config_section, "endpoint_url")}) {
     if (endpoint.empty()) continue;

@@ -6,6 +6,7 @@
 //   region       AWS_REGION, AWS_DEFAULT_REGION, the profile's `region`, else us-east-1
 //   endpoint     AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's `endpoint_url`, else
 //                AWS itself (https://s3.<region>.amazonaws.com, virtual-hosted buckets)
+//   TLS roots    AWS_CA_BUNDLE, the profile's `ca_bundle`, else the system's
 //
 // A configured endpoint (Ceph RGW, MinIO, ...) is addressed path-style: ENDPOINT/bucket/key.
 // Thread safety: pure functions; ResolveConfig reads the environment and two small files.
@@ -26,7 +27,8 @@ struct Config {
   std::string secret_access_key;
   std::string session_token;  // "" when none
   std::string region = "us-east-1";
-  std::string endpoint;            // "http://127.0.0.1:7480" (no trailing '/'); "" means AWS
+  std::string endpoint;   // "http://127.0.0.1:7480" (no trailing '/'); "" means AWS
+  std::string ca_bundle;  // AWS_CA_BUNDLE or the profile's ca_bundle; "" for curl's default
   std::string credentials_source;  // "environment", "~/.aws/credentials [prod]", for errors
 };
 

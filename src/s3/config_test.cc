@@ -39,12 +39,14 @@ TEST_F(ConfigTest, EnvironmentWinsOverFiles) {
   vars_["AWS_SECRET_ACCESS_KEY"] = "ES";
   vars_["AWS_REGION"] = "eu-west-1";
   vars_["AWS_ENDPOINT_URL"] = "http://127.0.0.1:7480/";
+  vars_["AWS_CA_BUNDLE"] = "/etc/ssl/certs/ca-certificates.crt";
   auto config = Resolve();
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ(config->access_key_id, "ENVKEY");
   EXPECT_EQ(config->secret_access_key, "ES");
   EXPECT_EQ(config->region, "eu-west-1");
   EXPECT_EQ(config->endpoint, "http://127.0.0.1:7480");
+  EXPECT_EQ(config->ca_bundle, "/etc/ssl/certs/ca-certificates.crt");
 }
 
 TEST_F(ConfigTest, ProfileFromCredentialsAndConfigFiles) {

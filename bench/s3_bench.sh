@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Checkpoint upload and download through S3: `titan ckpt cp` against rclone (Debian's, S3
+# backend), both on the same real Ceph RADOS gateway (scripts/rgw.sh, memstore OSD on loopback),
+# in the same run, alternating, ROUNDS times. The checkpoint is a real titan.checkpoint save of
+# GIB GiB of float32 tensors (one rank, one data file, 8 MiB chunks).
+#
+#   titan up    titan ckpt cp DIR s3://bench/titan-R          (every chunk's XXH3 checked too)
+#   rclone up   rclone copy DIR/step_N rgw:bench/rclone-R/step_N    (defaults: 4 transfers,
+#               4 parts of 5 MiB in flight per file)
+#   rclone up+  the same with --s3-upload-concurrency 8 --s3-chunk-size 16M (titan's defaults)
+#   down        the other way, into an empty directory
+#
+# Prints seconds per run and the median ratios rclone/titan (> 1: titan is faster).
+# usage: bench/s3_bench.sh [BUILD_DIR] [GIB] [ROUNDS]
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${1:-$ROOT/build/release}"
+GIB="${2:-1}"
+ROUNDS="${3:-3}"
+TITAN="$BUILD/tools/titan/titan"
+[[ -x "$TITAN" ]] || { echo "build titan first: cmake --build $BUILD --target titan _titan" >&2; exit 1; }
+command -v rclone >/dev/null || { echo "rclone missing: run scripts/bootstrap.sh" >&2; exit 1; }
+WORK=$(mktemp -d /tmp/titan-s3-bench-XXXXXX)
+trap 'bash "$ROOT/scripts/rgw.sh" stop "$WORK/rgw" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+# A fresh gateway per round: memstore frees deleted objects only after RGW's garbage
+# collection, and a full OSD makes every write hang.
+export TITAN_RGW_MEMSTORE_BYTES=$(( (GIB * 4 + 2) << 30 ))
+unset AWS_CA_BUNDLE  # rclone's SDK refuses a CA bundle on a plain-HTTP endpoint
+fresh_store() {
+  bash "$ROOT/scripts/rgw.sh" stop "$WORK/rgw" >/dev/null 2>&1 || true
+  eval "$(bash "$ROOT/scripts/rgw.sh" start "$WORK/rgw" 2>/dev/null)"
+  export RCLONE_CONFIG_RGW_TYPE=s3 RCLONE_CONFIG_RGW_PROVIDER=Ceph
+  export RCLONE_CONFIG_RGW_ENDPOINT="$AWS_ENDPOINT_URL" RCLONE_CONFIG_RGW_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID"
+  export RCLONE_CONFIG_RGW_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY"
+  rclone -q mkdir rgw:bench
+}
+
+SRC="$WORK/local"
+PYTHONPATH="$BUILD/python" OMP_NUM_THREADS=1 /usr/bin/python3 - "$SRC" "$GIB" <<'EOF'
+import sys, torch, titan.checkpoint as ck
+g = torch.Generator().manual_seed(0)
+state = {"w%d" % i: torch.randn(64 << 18, generator=g) for i in range(int(sys.argv[2]) * 16)}
+ck.save(state, 100, async_=False, dir=sys.argv[1])
+EOF
+STEP=step_0000000100
+echo "checkpoint: $(du -sh "$SRC/$STEP" | cut -f1) in $(ls "$SRC/$STEP" | wc -l) files"
+
+secs() { /usr/bin/time -f %e "$@" 2>&1 >/dev/null | tail -1; }
+declare -A T
+for r in $(seq 1 "$ROUNDS"); do
+  fresh_store
+  T[tu$r]=$(secs "$TITAN" ckpt cp "$SRC" "s3://bench/titan-$r")
+  T[ru$r]=$(secs rclone copy "$SRC/$STEP" "rgw:bench/rclone-$r/$STEP")
+  T[rt$r]=$(secs rclone copy --s3-upload-concurrency 8 --s3-chunk-size 16M "$SRC/$STEP" "rgw:bench/rclonet-$r/$STEP")
+  T[td$r]=$(secs "$TITAN" ckpt cp "s3://bench/titan-$r" "$WORK/titan-down-$r")
+  T[rd$r]=$(secs rclone copy "rgw:bench/rclone-$r/$STEP" "$WORK/rclone-down-$r/$STEP")
+  cmp "$SRC/$STEP/"*.data "$WORK/titan-down-$r/$STEP/"*.data
+  cmp "$SRC/$STEP/"*.data "$WORK/rclone-down-$r/$STEP/"*.data
+  printf "round %d: up titan %ss rclone %ss rclone+ %ss | down titan %ss rclone %ss\n" "$r" \
+    "${T[tu$r]}" "${T[ru$r]}" "${T[rt$r]}" "${T[td$r]}" "${T[rd$r]}"
+  rm -rf "$WORK/titan-down-$r" "$WORK/rclone-down-$r"
+done
+median() { printf "%s\n" "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() {  # median over rounds of rclone/titan
+  local out=() r
+  for r in $(seq 1 "$ROUNDS"); do out+=("$(echo "${T[$1$r]} / ${T[$2$r]}" | bc -l)"); done
+  printf "%.2f" "$(median "${out[@]}")"
+}
+mib=$((GIB * 1024))
+for k in tu ru rt td rd; do
+  m=$(median $(for r in $(seq 1 "$ROUNDS"); do echo "${T[$k$r]}"; done))
+  printf "%-12s median %6.2f s  %5.0f MiB/s\n" \
+    "$(case $k in tu) echo "titan up";; ru) echo "rclone up";; rt) echo "rclone+ up";; td) echo "titan down";; rd) echo "rclone down";; esac)" \
+    "$m" "$(echo "$mib / $m" | bc -l)"
+done
+echo "ratio rclone/titan: upload $(ratio ru tu)x (tuned rclone $(ratio rt tu)x), download $(ratio rd td)x"
