@@ -14,6 +14,7 @@
 #include "src/checkpoint/catalog.h"
 #include "src/checkpoint/reader.h"
 #include "src/checkpoint/writer.h"
+#include "src/s3/config.h"
 
 namespace py = pybind11;
 
@@ -22,12 +23,15 @@ namespace {
 
 using namespace titan::checkpoint;
 
+// Raised as FileNotFoundError (translator in BindCheckpoint), so that Throw needs no GIL:
+// calls that wait on storage (an object store is the network) release it.
+struct NotFoundException : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 void Throw(const Status& status) {
   if (status.ok()) return;
-  if (status.code() == StatusCode::kNotFound) {
-    PyErr_SetString(PyExc_FileNotFoundError, status.ToString().c_str());
-    throw py::error_already_set();
-  }
+  if (status.code() == StatusCode::kNotFound) throw NotFoundException(status.ToString());
   throw std::runtime_error(status.ToString());
 }
 
@@ -61,7 +65,14 @@ using PyTensor = std::tuple<std::string, std::string, std::vector<int64_t>, std:
 
 class PyWriter {
  public:
-  explicit PyWriter(const std::string& dir) : writer_(OpenRoot(dir, true)) {}
+  // With a mirror ("s3://..."), rank 0 copies each committed checkpoint there in the
+  // background (tiering, src/checkpoint/mirror.h).
+  PyWriter(const std::string& dir, const std::string& mirror) : writer_(OpenRoot(dir, true)) {
+    if (!mirror.empty()) {
+      mirror_ = std::make_shared<CheckpointMirror>(OpenRoot(dir, true), OpenRoot(mirror, true));
+      writer_.SetMirror(mirror_);
+    }
+  }
 
   void Save(int64_t step, const std::vector<PyTensor>& tensors, int rank, int world_size,
             const std::string& save_id, bool async, bool incremental, int keep_last, int keep_every,
@@ -112,6 +123,19 @@ class PyWriter {
     Throw(status);
   }
 
+  // Waits for the mirror's copies; returns the newest durable step (None without a mirror or
+  // before the first copy). Raises the last copy's error.
+  std::optional<int64_t> WaitDurable() {
+    if (!mirror_) return std::nullopt;
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = mirror_->Wait();
+    }
+    Throw(status);
+    return mirror_->durable_step();
+  }
+
   void Seed(const std::string& dir, int64_t step) {
     auto storage = OpenRoot(dir, false);
     writer_.SeedIndex(Unwrap(ReadManifest(*storage, step)));
@@ -132,6 +156,7 @@ class PyWriter {
   }
 
  private:
+  std::shared_ptr<CheckpointMirror> mirror_;  // outlives writer_, which submits to it
   CheckpointWriter writer_;
 };
 
@@ -193,17 +218,27 @@ class PyReader {
 
 void BindCheckpoint(py::module_& m) {
   py::module_ c = m.def_submodule("checkpoint", "checkpoint engine (see titan.checkpoint)");
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const NotFoundException& e) {
+      PyErr_SetString(PyExc_FileNotFoundError, e.what());
+    }
+  });
+  using ReleaseGil = py::call_guard<py::gil_scoped_release>;
   py::class_<PyWriter>(c, "Writer")
-      .def(py::init<const std::string&>(), py::arg("dir"))
+      .def(py::init<const std::string&, const std::string&>(), py::arg("dir"),
+           py::arg("mirror") = "", ReleaseGil())
       .def("save", &PyWriter::Save, py::arg("step"), py::arg("tensors"), py::arg("rank"),
            py::arg("world_size"), py::arg("save_id"), py::arg("async_"), py::arg("incremental"),
            py::arg("keep_last"), py::arg("keep_every"), py::arg("commit_timeout_s"),
            py::arg("chunk_bytes"), py::arg("items_json"), py::arg("layout_json"))
       .def("wait", &PyWriter::Wait)
-      .def("seed", &PyWriter::Seed, py::arg("dir"), py::arg("step"))
+      .def("wait_durable", &PyWriter::WaitDurable)
+      .def("seed", &PyWriter::Seed, py::arg("dir"), py::arg("step"), ReleaseGil())
       .def("stats", &PyWriter::Stats);
   py::class_<PyReader>(c, "Reader")
-      .def(py::init<const std::string&, int64_t>(), py::arg("dir"), py::arg("step"))
+      .def(py::init<const std::string&, int64_t>(), py::arg("dir"), py::arg("step"), ReleaseGil())
       .def_property_readonly("step", &PyReader::step)
       .def_property_readonly("world_size", &PyReader::world_size)
       .def("items_json", &PyReader::items_json)
@@ -214,16 +249,24 @@ void BindCheckpoint(py::module_& m) {
            py::arg("lengths"), py::arg("dst"))
       .def("verify", &PyReader::Verify)
       .def("bytes_read", &PyReader::bytes_read);
-  c.def("latest_step", [](const std::string& dir) -> std::optional<int64_t> {
-    auto storage = OpenStorage(dir, false);
-    if (!storage.ok()) return std::nullopt;
-    return Unwrap(LatestStep(**storage));
-  });
-  c.def("list_steps", [](const std::string& dir) -> std::vector<int64_t> {
-    auto storage = OpenStorage(dir, false);
-    if (!storage.ok()) return {};
-    return Unwrap(ListCommittedSteps(**storage));
-  });
+  // A missing directory holds no checkpoint; an object store that cannot be reached or
+  // refuses the credentials is an error (None would make a job silently start over).
+  c.def(
+      "latest_step",
+      [](const std::string& dir) -> std::optional<int64_t> {
+        auto storage = OpenStorage(dir, false);
+        if (!storage.ok() && !s3::IsS3Url(dir)) return std::nullopt;
+        return Unwrap(LatestStep(*Unwrap(std::move(storage))));
+      },
+      ReleaseGil());
+  c.def(
+      "list_steps",
+      [](const std::string& dir) -> std::vector<int64_t> {
+        auto storage = OpenStorage(dir, false);
+        if (!storage.ok() && !s3::IsS3Url(dir)) return {};
+        return Unwrap(ListCommittedSteps(*Unwrap(std::move(storage))));
+      },
+      ReleaseGil());
   c.def(
       "gc",
       [](const std::string& dir, int keep_last, int keep_every, bool dry_run) {

@@ -4,7 +4,7 @@ API (stable; `titan run` and its demo script code against these exact signatures
 
     save(state, step, async_=True, *, dir=None, keep_last=None, keep_every=None,
          incremental=True, group=None, layout=None, commit_timeout_s=1800.0,
-         chunk_bytes=8 << 20, metadata=None) -> None
+         chunk_bytes=8 << 20, metadata=None, mirror=None) -> None
         Saves `state` as checkpoint `step` under `dir`. Every rank of the job calls it with the
         same step. Returns once the state is copied to host staging memory (async_=True) or
         once the checkpoint is committed (async_=False). A save waits first for the previous
@@ -15,12 +15,19 @@ API (stable; `titan run` and its demo script code against these exact signatures
         checkpoints plus every step that is a multiple of `keep_every` (None: keep all).
         `metadata` (JSON-able) is shown by `titan ckpt inspect`. Raises CheckpointError.
 
-    wait() -> None
+    wait(durable=False) -> int | None
         Blocks until this process's in-flight save is durable (rank 0: committed, i.e. the
         manifest is written, fsynced, renamed, and "latest" points to it). Raises the save's
-        error, if any. Call before exiting.
+        error, if any. Call before exiting. With durable=True it also waits for the copy to the
+        mirror (below) and returns the newest step copied there.
 
-    load_latest(dir, state, *, fallback=True, group=None) -> int | None
+    Tiering: save(..., mirror="s3://bucket/prefix") (or configure(mirror=), or
+        TITAN_CHECKPOINT_MIRROR) saves to `dir` as always, then rank 0 copies each committed
+        checkpoint to the mirror in the background (every chunk checked; only what changed is
+        uploaded) and marks it DURABLE in `dir`. load_latest(dir, ..., mirror=...) loads from
+        `dir` when it holds the newest checkpoint and it loads, else from the mirror.
+
+    load_latest(dir, state, *, fallback=True, group=None, mirror=None) -> int | None
         Restores `state` in place from the newest committed checkpoint in `dir` and returns
         its step, or None when `dir` holds no committed checkpoint. With fallback=True a
         checkpoint that fails verification (checksum mismatch, missing file) is skipped with
@@ -338,15 +345,18 @@ class _Restorer:
 
 _defaults = {}
 _default_dir = None
+_default_mirror = None
 _writers = {}
 _last_writer = None
 
 
-def configure(dir=None, **save_defaults):
-    """Sets the default directory and default keyword arguments of save()."""
-    global _default_dir
+def configure(dir=None, mirror=None, **save_defaults):
+    """Sets the default directory, durable mirror and keyword arguments of save()."""
+    global _default_dir, _default_mirror
     if dir is not None:
         _default_dir = os.fspath(dir)
+    if mirror is not None:
+        _default_mirror = os.fspath(mirror)
     _defaults.update(save_defaults)
 
 
@@ -358,11 +368,16 @@ def _location(dir):
     return os.path.abspath(dir)
 
 
-def _writer(dir):
-    dir = _location(dir)
-    if dir not in _writers:
-        _writers[dir] = _native.checkpoint.Writer(dir)
-    return _writers[dir]
+def _writer(dir, mirror=None):
+    key = (_location(dir), _location(mirror) if mirror else "")
+    if key not in _writers:
+        _writers[key] = _native.checkpoint.Writer(*key)
+    return _writers[key]
+
+
+def _resolve_mirror(mirror):
+    mirror = mirror or _default_mirror or os.environ.get("TITAN_CHECKPOINT_MIRROR")
+    return os.fspath(mirror) if mirror else None
 
 
 def _resolve_dir(dir):
@@ -389,7 +404,7 @@ def _client_event(name, *args, **kwargs):
 
 def save(state, step, async_=True, *, dir=None, keep_last=None, keep_every=None,
          incremental=True, group=None, layout=None, commit_timeout_s=1800.0,
-         chunk_bytes=8 << 20, metadata=None):
+         chunk_bytes=8 << 20, metadata=None, mirror=None):
     global _last_writer
     opts = dict(_defaults)
     keep_last = keep_last if keep_last is not None else opts.get("keep_last", 0)
@@ -406,7 +421,7 @@ def save(state, step, async_=True, *, dir=None, keep_last=None, keep_every=None,
         items["metadata"] = metadata
     if layout is None:
         layout = {"world_size": w}
-    writer = _writer(dir)
+    writer = _writer(dir, _resolve_mirror(mirror))
     _client_event("checkpoint_begin", int(step))
     try:
         writer.save(int(step), flat.tensors, r, w, save_id, bool(async_), bool(incremental),
@@ -419,15 +434,22 @@ def save(state, step, async_=True, *, dir=None, keep_last=None, keep_every=None,
         _client_event("checkpoint_end", int(step))
 
 
-def wait():
-    errors = []
+def wait(durable=False):
+    """Waits for the save in flight; with durable=True also for its copy to the mirror.
+    Returns the newest step made durable by a mirror (durable=True), else None."""
+    errors, newest = [], None
     for writer in _writers.values():
         try:
             writer.wait()
+            if durable:
+                step = writer.wait_durable()
+                if step is not None:
+                    newest = step if newest is None else max(newest, step)
         except RuntimeError as e:
             errors.append(str(e))
     if errors:
         raise CheckpointError("; ".join(errors))
+    return newest
 
 
 def last_stats():
@@ -436,7 +458,17 @@ def last_stats():
     return _last_writer.stats() if _last_writer is not None else None
 
 
-atexit.register(lambda: [w.wait() for w in _writers.values()])
+def _finish_at_exit():
+    """The last save commits and, with a mirror, becomes durable before the process ends."""
+    for writer in _writers.values():
+        try:
+            writer.wait()
+            writer.wait_durable()
+        except RuntimeError as e:
+            warnings.warn(f"titan.checkpoint: at exit: {e}")
+
+
+atexit.register(_finish_at_exit)
 
 
 def latest_step(dir):
@@ -484,8 +516,15 @@ def load(path, state, *, group=None):
         raise _native_error(e) from None
 
 
-def load_latest(dir, state, *, fallback=True, group=None):
+def load_latest(dir, state, *, fallback=True, group=None, mirror=None):
     root = _location(dir)
+    mirror = _resolve_mirror(mirror)
+    if mirror:
+        return _load_tiered(root, _location(mirror), state, fallback, group)
+    return _load_latest_in(root, state, fallback, group)
+
+
+def _load_latest_in(root, state, fallback, group):
     latest = _native.checkpoint.latest_step(root)
     if latest is None:
         return None
@@ -504,6 +543,29 @@ def load_latest(dir, state, *, fallback=True, group=None):
         warnings.warn(f"titan.checkpoint: step {step} in {root} is unusable ({what}); "
                       f"falling back to step {steps[i + 1]}")
     return None
+
+
+def _latest_or_none(root):
+    try:
+        return _native.checkpoint.latest_step(root)
+    except (RuntimeError, FileNotFoundError):
+        return None  # e.g. a fresh node's empty local disk
+
+
+def _load_tiered(root, mirror, state, fallback, group):
+    """Local when it holds the newest checkpoint and it loads; else the durable mirror."""
+    local, durable = _latest_or_none(root), _latest_or_none(mirror)
+    if local is not None and (durable is None or local >= durable):
+        try:
+            return _load_latest_in(root, state, False, group)
+        except CheckpointError as e:
+            if durable is None:
+                raise
+            warnings.warn(f"titan.checkpoint: local {root} is unusable ({e}); "
+                          f"loading from {mirror}")
+    if durable is None:
+        return None
+    return _load_latest_in(mirror, state, fallback, group)
 
 
 def verify(path):

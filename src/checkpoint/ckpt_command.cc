@@ -15,6 +15,7 @@
 #include "src/checkpoint/catalog.h"
 #include "src/checkpoint/copy.h"
 #include "src/checkpoint/layout.h"
+#include "src/checkpoint/mirror.h"
 #include "src/checkpoint/reader.h"
 #include "tools/titan/commands.h"
 
@@ -86,8 +87,11 @@ int Ls(const std::string& dir) {
   if (!steps.ok()) return Fail(steps.status());
   auto latest = LatestStep(**storage);
   if (!latest.ok()) return Fail(latest.status());
-  std::printf("%-12s %-6s %-20s %6s %8s %12s %12s\n", "STEP", "LATEST", "CREATED", "WORLD",
-              "TENSORS", "SIZE", "OWN_FILES");
+  // An object store is the durable tier; on a file system, DURABLE marks a checkpoint a
+  // mirror has copied (mirror.h).
+  bool object_store = (*storage)->Describe("").rfind("s3://", 0) == 0;
+  std::printf("%-12s %-6s %-20s %6s %8s %12s %12s  %s\n", "STEP", "LATEST", "CREATED", "WORLD",
+              "TENSORS", "SIZE", "OWN_FILES", "TIER");
   for (int64_t step : *steps) {
     auto manifest = ReadManifest(**storage, step);
     if (!manifest.ok()) {
@@ -101,10 +105,11 @@ int Ls(const std::string& dir) {
     for (const std::string& f : manifest->files) {
       if (f.rfind(prefix, 0) == 0) own += (*storage)->FileSize(f).value_or(0);
     }
-    std::printf("%-12lld %-6s %-20s %6d %8zu %12s %12s\n", static_cast<long long>(step),
+    bool durable = object_store || (*storage)->FileSize(DurableMarkerPath(step)).ok();
+    std::printf("%-12lld %-6s %-20s %6d %8zu %12s %12s  %s\n", static_cast<long long>(step),
                 *latest == step ? "*" : "", Time(manifest->created_unix_ns).c_str(),
                 manifest->world_size, manifest->tensors.size(), HumanBytes(logical).c_str(),
-                HumanBytes(own).c_str());
+                HumanBytes(own).c_str(), durable ? "durable" : "local");
   }
   return 0;
 }

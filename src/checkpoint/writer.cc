@@ -265,6 +265,7 @@ Status CheckpointWriter::WriteAndCommit(int64_t step, const std::vector<Piece>& 
     return status.WithContext(fmt::format("committing checkpoint {}", where));
   }
   stats_.committed = true;
+  if (mirror_) mirror_->Submit(step, options.retention);
   if (options.retention.keep_last > 0) {
     Result<GcReport> gc = CollectGarbage(*storage_, options.retention, /*dry_run=*/false);
     if (!gc.ok()) {

@@ -32,6 +32,7 @@
 #include "src/base/status.h"
 #include "src/checkpoint/catalog.h"
 #include "src/checkpoint/manifest.h"
+#include "src/checkpoint/mirror.h"
 #include "src/checkpoint/storage.h"
 
 namespace titan::checkpoint {
@@ -89,6 +90,9 @@ class CheckpointWriter {
   Status Save(int64_t step, std::vector<TensorToSave> tensors, SaveOptions options);
   // Waits for the save in flight; returns its status (OK when none).
   Status Wait();
+  // Rank 0: after each commit, hand the checkpoint to `mirror` for copying to a durable root
+  // (mirror.h). Call before the first Save.
+  void SetMirror(std::shared_ptr<CheckpointMirror> mirror) { mirror_ = std::move(mirror); }
   // Lets the next incremental save reference the chunks of `manifest` (e.g. the one loaded).
   void SeedIndex(const Manifest& manifest);
   // Statistics of the last save (complete after Wait()).
@@ -110,6 +114,7 @@ class CheckpointWriter {
   Status Commit(int64_t step, const SaveOptions& options);
 
   std::shared_ptr<Storage> storage_;
+  std::shared_ptr<CheckpointMirror> mirror_;
   std::thread worker_;
   Status worker_status_;
   SaveStats stats_;

@@ -13,6 +13,9 @@ loopback; HTTP faults are injected by rgw.FaultProxy between titan and the gatew
   stays loadable; the interrupted one is never visible.
 * A corrupted or truncated object is detected and named; load falls back to the step before; a
   hostile `latest` object changes nothing.
+* Tiering: saves go to a local directory and are copied to s3:// in the background; `titan ckpt
+  ls` shows local / durable; a lost or corrupted local copy is restored from the store; a store
+  that fails mid-run never fails a save.
 """
 import os
 import signal
@@ -270,6 +273,71 @@ class S3CheckpointTest(unittest.TestCase):
         self.assertEqual(ck.latest_step(url), 2)
         self.assertIn("0 bad", self.titan("ckpt", "verify", url + "/step_0000000001").stdout)
 
+    def test_tiering_local_then_durable_and_restore_from_the_store(self):
+        local = os.path.join(self.tmp, "tier-local")
+        mirror = self.url("tier")
+        states = {s: {"w": tensors(6, 40 + s), "step": s} for s in (1, 2, 3)}
+        ck.save(states[1], 1, dir=local, mirror=mirror)
+        ck.save(states[2], 2, dir=local, mirror=mirror)
+        self.assertEqual(ck.wait(durable=True), 2)
+        lines = self.titan("ckpt", "ls", local).stdout.splitlines()
+        self.assertTrue(lines[-1].startswith("2 ") and lines[-1].endswith("durable"), lines)
+        self.assertEqual(ck.latest_step(mirror), 2)
+        self.assertTrue(self.titan("ckpt", "ls", mirror).stdout.rstrip().endswith("durable"))
+        # The local copy is lost (a replaced node, a fresh directory): restored from the store.
+        subprocess.run(["rm", "-rf", local], check=True)
+        local = os.path.join(self.tmp, "tier-local-new-node")
+        state = {"w": tensors(6, 99), "step": 0}
+        self.assertEqual(ck.load_latest(local, state, mirror=mirror), 2)
+        self.assertTrue(all(torch.equal(state["w"][k], states[2]["w"][k]) for k in state["w"]))
+        # The local copy is corrupt: the same step comes from the store, with a warning.
+        ck.save(states[3], 3, async_=False, dir=local, mirror=mirror)
+        self.assertEqual(ck.wait(durable=True), 3)
+        data = [os.path.join(local, "step_0000000003", f)
+                for f in os.listdir(os.path.join(local, "step_0000000003")) if f.endswith(".data")]
+        with open(data[0], "r+b") as f:
+            f.seek(4321)
+            byte = f.read(1)
+            f.seek(4321)
+            f.write(bytes([byte[0] ^ 0xFF]))
+        state = {"w": tensors(6, 99), "step": 0}
+        with self.assertWarns(UserWarning) as w:
+            self.assertEqual(ck.load_latest(local, state, mirror=mirror), 3)
+        self.assertIn("loading from " + mirror, str(w.warning))
+        self.assertTrue(all(torch.equal(state["w"][k], states[3]["w"][k]) for k in state["w"]))
+        # Every step reached the store.
+        self.assertEqual(sorted(ck.list_steps(mirror)), [1, 2, 3])
+
+    def test_a_failing_store_never_fails_a_tiered_save(self):
+        local = os.path.join(self.tmp, "tier-failing")
+        mirror = self.url("tier-failing")
+        proxy = FaultProxy(self.rgw.endpoint)
+        child = textwrap.dedent("""
+            import sys, torch, titan.checkpoint as ck
+            ck.save({"w": torch.ones(1 << 20), "step": 1}, 1, async_=False, dir=sys.argv[1],
+                    mirror=sys.argv[2])
+            print("SAVED", ck.latest_step(sys.argv[1]), flush=True)
+            try:
+                ck.wait(durable=True)
+            except ck.CheckpointError as e:
+                print("NOT DURABLE", e, flush=True)
+        """)
+        try:
+            proxy.fail_next(1000, status=503, method="PUT", code="SlowDown")
+            proxy.fail_next(1000, status=503, method="POST", code="SlowDown")
+            p = subprocess.run([PYTHON, "-c", child, local, mirror], capture_output=True,
+                               text=True, timeout=120,
+                               env={**env(), "AWS_ENDPOINT_URL": proxy.url,
+                                    "TITAN_S3_MAX_ATTEMPTS": "2"})
+        finally:
+            proxy.close()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("SAVED 1", p.stdout)  # the local save succeeded
+        self.assertIn("NOT DURABLE", p.stdout)
+        self.assertIn("503 SlowDown", p.stdout)
+        self.assertEqual(ck.latest_step(local), 1)
+        self.assertTrue(self.titan("ckpt", "ls", local).stdout.rstrip().endswith("local"))
+        self.assertEqual(ck.list_steps(mirror), [])
 
 if __name__ == "__main__":
     unittest.main()

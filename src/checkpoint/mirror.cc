@@ -1,0 +1,104 @@
+#include "src/checkpoint/mirror.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "src/base/clock.h"
+#include "src/base/duration.h"
+#include "src/base/log.h"
+#include "src/checkpoint/copy.h"
+#include "src/checkpoint/layout.h"
+
+namespace titan::checkpoint {
+
+std::string DurableMarkerPath(int64_t step) {
+  return StepDirName(step) + "/" + std::string(kDurableMarkerName);
+}
+
+CheckpointMirror::CheckpointMirror(std::shared_ptr<Storage> local, std::shared_ptr<Storage> durable)
+    : local_(std::move(local)), durable_(std::move(durable)) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+CheckpointMirror::~CheckpointMirror() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void CheckpointMirror::Submit(int64_t step, RetentionPolicy retention) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queued_) {
+      Log(LogLevel::kInfo, "checkpoint", "{} superseded by step {} before it was copied to {}",
+          local_->Describe(StepDirName(*queued_)), step, durable_->Describe(""));
+    }
+    queued_ = step;
+    retention_ = retention;
+  }
+  cv_.notify_all();
+}
+
+Status CheckpointMirror::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !queued_ && !busy_; });
+  return last_status_;
+}
+
+std::optional<int64_t> CheckpointMirror::durable_step() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return durable_step_;
+}
+
+void CheckpointMirror::Run() {
+  while (true) {
+    int64_t step = 0;
+    RetentionPolicy retention;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || queued_; });
+      if (!queued_) return;  // stopping with nothing queued
+      step = *queued_;
+      retention = retention_;
+      queued_.reset();
+      busy_ = true;
+    }
+    int64_t started_ns = MonoNowNs();
+    Result<CopyReport> copied = CopyCheckpoint(*local_, step, *durable_);
+    Status status = copied.status();
+    if (status.ok()) {
+      nlohmann::json marker = {{"durable", durable_->Describe(StepDirName(step))},
+                               {"unix_ns", WallNowNs()},
+                               {"copied_bytes", copied->copied_bytes},
+                               {"seconds", static_cast<double>(MonoNowNs() - started_ns) / 1e9}};
+      status = local_->WriteFileAtomic(DurableMarkerPath(step), marker.dump() + "\n");
+    }
+    if (status.ok()) {
+      Log(LogLevel::kInfo, "checkpoint", "step {} durable at {} ({} bytes copied in {})", step,
+          durable_->Describe(StepDirName(step)), copied->copied_bytes,
+          FormatDurationShort(MonoNowNs() - started_ns));
+      if (retention.keep_last > 0) {
+        Result<GcReport> gc = CollectGarbage(*durable_, retention, /*dry_run=*/false);
+        if (!gc.ok()) {
+          Log(LogLevel::kWarning, "checkpoint", "retention at {} failed: {}",
+              durable_->Describe(""), gc.status().ToString());
+        }
+      }
+    } else {
+      status =
+          status.WithContext(fmt::format("copying step {} to {}", step, durable_->Describe("")));
+      Log(LogLevel::kWarning, "checkpoint", "{}; it stays local only until a later step is copied",
+          status.ToString());
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    busy_ = false;
+    last_status_ = status;
+    if (status.ok()) durable_step_ = step;
+    cv_.notify_all();
+  }
+}
+
+}  // namespace titan::checkpoint
