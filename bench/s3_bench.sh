@@ -9,6 +9,9 @@
 #               4 parts of 5 MiB in flight per file)
 #   rclone up+  the same with --s3-upload-concurrency 8 --s3-chunk-size 16M (titan's defaults)
 #   down        the other way, into an empty directory
+#   tiering     the time an async titan.checkpoint.save() blocks the caller: 4 saves of the same
+#               state (changed between saves, 2 s apart) to a local directory, without and with
+#               a mirror to s3:// copying in the background
 #
 # Prints seconds per run and the median ratios rclone/titan (> 1: titan is faster).
 # usage: bench/s3_bench.sh [BUILD_DIR] [GIB] [ROUNDS]
@@ -76,3 +79,29 @@ for k in tu ru rt td rd; do
     "$m" "$(echo "$mib / $m" | bc -l)"
 done
 echo "ratio rclone/titan: upload $(ratio ru tu)x (tuned rclone $(ratio rt tu)x), download $(ratio rd td)x"
+
+fresh_store
+# On this one machine the gateway and the OSD share the cores with the "training" process; a real
+# store is elsewhere. TIERING_STORE_NICE=19 lowers their priority to approximate that.
+if [ -n "${TIERING_STORE_NICE:-}" ]; then
+  renice -n "$TIERING_STORE_NICE" -p $(cat "$WORK"/rgw/*.pid) >/dev/null
+fi
+PYTHONPATH="$BUILD/python" OMP_NUM_THREADS=1 /usr/bin/python3 - "$WORK" "$GIB" <<'EOF'
+import statistics, sys, time, torch, titan.checkpoint as ck
+work, gib = sys.argv[1], int(sys.argv[2])
+g = torch.Generator().manual_seed(1)
+state = {"w%d" % i: torch.randn(64 << 18, generator=g) for i in range(gib * 16)}
+for name, mirror in (("local", None), ("local+mirror", "s3://bench/tiered")):
+    blocking = []
+    for step in range(1, 5):
+        for t in state.values():
+            t.add_(1.0)  # every chunk changes, as after a training interval
+        ck.save(state, step, dir=f"{work}/tier-{name}", mirror=mirror, keep_last=2)
+        blocking.append(ck.last_stats()["blocking_s"])
+        time.sleep(2.0)  # the training between two saves
+    started = time.time()
+    durable = ck.wait(durable=True)
+    print(f"tiering: {name:13s} save() blocked median {statistics.median(blocking[1:]):.3f} s "
+          f"(saves 2-4: {', '.join(f'{b:.3f}' for b in blocking[1:])}); durable step {durable}, "
+          f"waited {time.time() - started:.1f} s for the last copy")
+EOF

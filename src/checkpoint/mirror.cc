@@ -1,5 +1,10 @@
 #include "src/checkpoint/mirror.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -10,6 +15,9 @@
 #include "src/checkpoint/layout.h"
 
 namespace titan::checkpoint {
+
+// nice(1) value of the copying threads.
+constexpr int kCopyNice = 10;
 
 std::string DurableMarkerPath(int64_t step) {
   return StepDirName(step) + "/" + std::string(kDurableMarkerName);
@@ -54,6 +62,11 @@ std::optional<int64_t> CheckpointMirror::durable_step() const {
 }
 
 void CheckpointMirror::Run() {
+  // The copy yields the CPU to training (and to the next save's staging copy): this thread and
+  // the threads it starts (ranged reads, part uploads) inherit the lower priority.
+  if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kCopyNice) != 0) {
+    Log(LogLevel::kDebug, "checkpoint", "could not lower the mirror's priority: errno {}", errno);
+  }
   while (true) {
     int64_t step = 0;
     RetentionPolicy retention;
@@ -75,6 +88,9 @@ void CheckpointMirror::Run() {
                                {"copied_bytes", copied->copied_bytes},
                                {"seconds", static_cast<double>(MonoNowNs() - started_ns) / 1e9}};
       status = local_->WriteFileAtomic(DurableMarkerPath(step), marker.dump() + "\n");
+      if (!status.ok() && !local_->FileSize(ManifestPath(step)).ok()) {
+        status = OkStatus();  // local retention dropped it meanwhile; the store has it
+      }
     }
     if (status.ok()) {
       Log(LogLevel::kInfo, "checkpoint", "step {} durable at {} ({} bytes copied in {})", step,
