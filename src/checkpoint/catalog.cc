@@ -112,6 +112,18 @@ Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy,
       TITAN_RETURN_IF_ERROR(storage.RemoveDir(dir));
     }
   }
+
+  // 5. Incomplete writes (object stores) of the same directories: a kill -9 mid-upload.
+  TITAN_ASSIGN_OR_RETURN(std::vector<std::string> incomplete, storage.ListIncompleteWrites());
+  for (const std::string& path : incomplete) {
+    int64_t step;
+    if (!ParseStepDirName(path.substr(0, path.find('/')), &step) || step >= *latest ||
+        keep.count(step)) {
+      continue;
+    }
+    if (!dry_run) TITAN_RETURN_IF_ERROR(storage.AbortIncompleteWrites(path));
+    report.aborted_writes.push_back(path);
+  }
   if (!dry_run) TITAN_RETURN_IF_ERROR(storage.SyncDir(""));
   return report;
 }

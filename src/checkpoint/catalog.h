@@ -41,13 +41,15 @@ struct GcReport {
   std::vector<std::string> removed_files;  // paths relative to the root
   uint64_t removed_bytes = 0;
   std::vector<std::string> kept_referenced;  // files of dropped checkpoints still referenced
+  std::vector<std::string> aborted_writes;   // incomplete uploads removed (object stores)
 };
 
 // Applies `policy` (which may keep everything) and then removes what is unreferenced: data
 // files of dropped checkpoints that no committed manifest references, stale "done" markers and
-// temporary files, and directories left empty. Only directories without a MANIFEST and with a
-// step below the latest committed one are cleaned (newer ones may be saves in flight).
-// With dry_run nothing is changed and the report says what would be removed.
+// temporary files, directories left empty, and (object stores) incomplete uploads there. Only
+// directories without a MANIFEST and with a step below the latest committed one are cleaned (newer
+// ones may be saves in flight). With dry_run nothing is changed and the report says what would be
+// removed.
 Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy, bool dry_run);
 
 }  // namespace titan::checkpoint

@@ -261,6 +261,9 @@ int Gc(const std::string& dir, const RetentionPolicy& policy, bool dry_run) {
                 StepDirName(step).c_str());
   }
   for (const std::string& f : report->removed_files) std::printf("%s %s\n", verb, f.c_str());
+  for (const std::string& f : report->aborted_writes) {
+    std::printf("%s incomplete upload %s\n", dry_run ? "would abort" : "aborted", f.c_str());
+  }
   for (const std::string& f : report->kept_referenced) {
     std::printf("kept %s (referenced by a newer checkpoint)\n", f.c_str());
   }

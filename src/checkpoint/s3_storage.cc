@@ -245,6 +245,27 @@ class S3Storage final : public Storage {
   Result<uint64_t> FileSize(const std::string& path) override {
     return root_->client->HeadObject(root_->bucket, root_->Key(path));
   }
+  Result<std::vector<std::string>> ListIncompleteWrites() override {
+    std::string prefix = root_->DirPrefix("");
+    TITAN_ASSIGN_OR_RETURN(auto uploads,
+                           root_->client->ListMultipartUploads(root_->bucket, prefix));
+    std::vector<std::string> paths;
+    for (const auto& u : uploads) {
+      if (u.key.size() > prefix.size()) paths.push_back(u.key.substr(prefix.size()));
+    }
+    std::sort(paths.begin(), paths.end());
+    paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+    return paths;
+  }
+  Status AbortIncompleteWrites(const std::string& path) override {
+    std::string key = root_->Key(path);
+    TITAN_ASSIGN_OR_RETURN(auto uploads, root_->client->ListMultipartUploads(root_->bucket, key));
+    for (const auto& u : uploads) {
+      if (u.key != key) continue;  // a longer key with the same beginning
+      TITAN_RETURN_IF_ERROR(root_->client->AbortMultipartUpload(root_->bucket, key, u.upload_id));
+    }
+    return OkStatus();
+  }
   bool IsDir(const std::string& path) override {
     Result<s3::Listing> listing =
         root_->client->List(root_->bucket, root_->DirPrefix(path), "/", 1);

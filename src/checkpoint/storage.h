@@ -74,6 +74,14 @@ class Storage {
   // Size of a file; NOT_FOUND if it does not exist.
   virtual Result<uint64_t> FileSize(const std::string& path) = 0;
   virtual bool IsDir(const std::string& path) = 0;
+
+  // Writes an interrupted process left behind that ListDir does not show (an object store's
+  // incomplete multipart uploads: invisible, but stored and billed), as paths under the root,
+  // and their removal. A file system has none (a partial file is an ordinary file there).
+  virtual Result<std::vector<std::string>> ListIncompleteWrites() {
+    return std::vector<std::string>();
+  }
+  virtual Status AbortIncompleteWrites(const std::string& path) { return OkStatus(); }
 };
 
 // POSIX file systems (local, NFS, Lustre) rooted at `root`. With create_if_missing the root is

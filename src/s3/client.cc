@@ -525,4 +525,36 @@ Status Client::AbortMultipartUpload(const std::string& bucket, const std::string
       .status();
 }
 
+Result<std::vector<UploadsPage::Upload>> Client::ListMultipartUploads(const std::string& bucket,
+                                                                      const std::string& prefix,
+                                                                      size_t max_entries) {
+  std::vector<UploadsPage::Upload> uploads;
+  std::string key_marker, id_marker;
+  while (true) {
+    Request r{.op = "LIST ?uploads",
+              .bucket = bucket,
+              .listed_prefix = prefix,
+              .query = {{"uploads", ""}, {"prefix", prefix}},
+              .max_bytes = kMaxListPage};
+    if (!key_marker.empty()) r.query.emplace_back("key-marker", key_marker);
+    if (!id_marker.empty()) r.query.emplace_back("upload-id-marker", id_marker);
+    TITAN_ASSIGN_OR_RETURN(Response response, Perform(r));
+    TITAN_ASSIGN_OR_RETURN(
+        UploadsPage page,
+        ParseListMultipartUploads(response.body, "LIST ?uploads " + Describe(bucket, prefix)));
+    for (UploadsPage::Upload& u : page.uploads) uploads.push_back(std::move(u));
+    if (uploads.size() > max_entries) {
+      return OutOfRangeError(fmt::format("LIST ?uploads {}: more than {} uploads",
+                                         Describe(bucket, prefix), max_entries));
+    }
+    if (!page.truncated) return uploads;
+    if (page.next_key_marker == key_marker && page.next_upload_id_marker == id_marker) {
+      return InternalError(fmt::format("LIST ?uploads {}: the server repeated its marker",
+                                       Describe(bucket, prefix)));
+    }
+    key_marker = page.next_key_marker;
+    id_marker = page.next_upload_id_marker;
+  }
+}
+
 }  // namespace titan::s3

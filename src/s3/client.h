@@ -94,6 +94,10 @@ class Client {
                                  const std::vector<std::string>& etags);
   Status AbortMultipartUpload(const std::string& bucket, const std::string& key,
                               const std::string& upload_id);
+  // Incomplete multipart uploads under `prefix`, every page (at most max_entries).
+  Result<std::vector<UploadsPage::Upload>> ListMultipartUploads(const std::string& bucket,
+                                                                const std::string& prefix,
+                                                                size_t max_entries = 1'000'000);
 
   const Config& config() const { return config_; }
   const ClientStats& stats() const { return stats_; }

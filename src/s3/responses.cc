@@ -70,6 +70,34 @@ Result<ListPage> ParseListObjectsV2(std::string_view body, std::string_view what
   return page;
 }
 
+Result<UploadsPage> ParseListMultipartUploads(std::string_view body, std::string_view what) {
+  pugi::xml_document doc;
+  TITAN_RETURN_IF_ERROR(Load(body, what, &doc));
+  pugi::xml_node root = doc.child("ListMultipartUploadsResult");
+  if (!root) {
+    return InvalidArgumentError(
+        fmt::format("{}: expected a <ListMultipartUploadsResult> document, got '{}'", what,
+                    body.substr(0, 200)));
+  }
+  UploadsPage page;
+  for (pugi::xml_node upload : root.children("Upload")) {
+    UploadsPage::Upload u{Text(upload, "Key"), Text(upload, "UploadId")};
+    if (u.key.empty() || u.upload_id.empty()) {
+      return InvalidArgumentError(
+          fmt::format("{}: an <Upload> entry lacks its Key or UploadId", what));
+    }
+    page.uploads.push_back(std::move(u));
+  }
+  page.truncated = Text(root, "IsTruncated") == "true";
+  page.next_key_marker = Text(root, "NextKeyMarker");
+  page.next_upload_id_marker = Text(root, "NextUploadIdMarker");
+  if (page.truncated && page.next_key_marker.empty()) {
+    return InvalidArgumentError(
+        fmt::format("{}: the listing is truncated but has no NextKeyMarker", what));
+  }
+  return page;
+}
+
 Result<std::string> ParseUploadId(std::string_view body, std::string_view what) {
   pugi::xml_document doc;
   TITAN_RETURN_IF_ERROR(Load(body, what, &doc));

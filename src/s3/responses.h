@@ -39,6 +39,19 @@ ErrorBody ParseError(std::string_view body);
 // A CompleteMultipartUpload can answer 200 with an <Error> body: true when `body` is one.
 bool IsErrorDocument(std::string_view body);
 
+// One page of ListMultipartUploads.
+struct UploadsPage {
+  struct Upload {
+    std::string key;
+    std::string upload_id;
+  };
+  std::vector<Upload> uploads;
+  bool truncated = false;
+  std::string next_key_marker;
+  std::string next_upload_id_marker;
+};
+Result<UploadsPage> ParseListMultipartUploads(std::string_view body, std::string_view what);
+
 // The request body of CompleteMultipartUpload for parts 1..n with these ETags.
 std::string CompleteMultipartBody(const std::vector<std::string>& etags);
 

@@ -13,6 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (page.ok() && page->truncated && page->next_continuation_token.empty()) __builtin_trap();
   auto id = titan::s3::ParseUploadId(input, "fuzz");
   if (id.ok() && id->empty()) __builtin_trap();
+  auto uploads = titan::s3::ParseListMultipartUploads(input, "fuzz");
+  if (uploads.ok() && uploads->truncated && uploads->next_key_marker.empty()) __builtin_trap();
   titan::s3::ParseError(input);
   titan::s3::IsErrorDocument(input);
   return 0;

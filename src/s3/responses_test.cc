@@ -55,6 +55,24 @@ TEST(Responses, UploadIdAndError) {
   EXPECT_EQ(ParseError("garbage").code, "");
 }
 
+TEST(Responses, ListMultipartUploads) {
+  auto page = ParseListMultipartUploads(
+      "<ListMultipartUploadsResult><IsTruncated>true</IsTruncated><NextKeyMarker>k2"
+      "</NextKeyMarker><NextUploadIdMarker>2~b</NextUploadIdMarker><Upload><Key>p/k1</Key>"
+      "<UploadId>2~a</UploadId></Upload></ListMultipartUploadsResult>",
+      "t");
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  ASSERT_EQ(page->uploads.size(), 1u);
+  EXPECT_EQ(page->uploads[0].key, "p/k1");
+  EXPECT_EQ(page->uploads[0].upload_id, "2~a");
+  EXPECT_EQ(page->next_key_marker, "k2");
+  EXPECT_FALSE(ParseListMultipartUploads("<ListMultipartUploadsResult><Upload><Key>k</Key></Upload>"
+                                         "</ListMultipartUploadsResult>",
+                                         "t")
+                   .ok());
+  EXPECT_FALSE(ParseListMultipartUploads("<ListBucketResult/>", "t").ok());
+}
+
 TEST(Responses, CompleteBodyListsPartsInOrder) {
   EXPECT_EQ(CompleteMultipartBody({"\"a\"", "\"b\""}),
             "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>&quot;a&quot;</ETag>"

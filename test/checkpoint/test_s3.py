@@ -25,6 +25,7 @@ import tempfile
 import textwrap
 import time
 import unittest
+import xml.etree.ElementTree as ET
 
 import torch
 
@@ -86,6 +87,14 @@ class S3CheckpointTest(unittest.TestCase):
     def keys(self, url):
         prefix = url[len(f"s3://{BUCKET}/"):]
         return self.rgw.list_keys(BUCKET, prefix + "/")
+
+    def uploads(self, url):
+        """Keys of the incomplete multipart uploads under `url`."""
+        prefix = url[len(f"s3://{BUCKET}/"):] + "/"
+        r = self.rgw.request("GET", BUCKET, query={"uploads": "", "prefix": prefix})
+        self.assertEqual(r.status, 200, r.body)
+        ns = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+        return [u.findtext(f"{ns}Key") for u in ET.fromstring(r.body).findall(f"{ns}Upload")]
 
     def titan(self, *args, extra_env=None, check=True):
         p = subprocess.run([TITAN, *map(str, args)], capture_output=True, text=True, timeout=300,
@@ -228,6 +237,15 @@ class S3CheckpointTest(unittest.TestCase):
         self.assertEqual(ck.load_latest(url, state), 1)
         self.assertTrue(all(torch.equal(state["w"][k], first["w"][k]) for k in first["w"]))
         self.assertNotIn("step_0000000002/MANIFEST", " ".join(self.keys(url)))
+        # The killed upload is invisible but stored: gc aborts it once a newer step commits.
+        self.assertEqual(len(self.uploads(url)), 1)
+        self.assertNotIn("incomplete", self.titan("ckpt", "gc", url).stdout)  # 2 > latest 1
+        ck.save({"w": tensors(4, 13), "step": 3}, 3, async_=False, dir=url)
+        dry = self.titan("ckpt", "gc", url, "--dry-run").stdout
+        self.assertRegex(dry, r"would abort incomplete upload step_0000000002/rank_00000-")
+        self.assertEqual(len(self.uploads(url)), 1)
+        self.assertIn("aborted incomplete upload", self.titan("ckpt", "gc", url).stdout)
+        self.assertEqual(self.uploads(url), [])
 
     def test_gateway_restarted_mid_save(self):
         url = self.url("restart")
