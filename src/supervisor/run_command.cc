@@ -88,7 +88,11 @@ int RunCommand(int argc, char** argv) {
   app.add_option("--term-grace", term_grace_s, "grace for workers to checkpoint on SIGTERM (s)")
       ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--checkpoint-dir", o.checkpoint_dir,
-                 "exported to workers as TITAN_CHECKPOINT_DIR");
+                 "exported to workers as TITAN_CHECKPOINT_DIR (a directory or s3://bucket/prefix)");
+  app.add_option("--checkpoint-mirror", o.checkpoint_mirror,
+                 "exported as TITAN_CHECKPOINT_MIRROR: titan.checkpoint copies each checkpoint "
+                 "there in the background and restores from it when the local one is missing "
+                 "(s3://bucket/prefix)");
   app.add_option("--run-dir", o.run_dir, "socket, stack dumps, default outputs");
   app.add_option("--event-log", o.event_log, "JSON lines event log (default RUN_DIR/events.jsonl)");
   app.add_option("--ledger-json", o.ledger_json,

@@ -354,6 +354,7 @@ class Supervisor {
       }
       if (kv.starts_with("OMP_NUM_THREADS=")) has_omp = true;
       if (!o_.checkpoint_dir.empty() && kv.starts_with("TITAN_CHECKPOINT_DIR=")) continue;
+      if (!o_.checkpoint_mirror.empty() && kv.starts_with("TITAN_CHECKPOINT_MIRROR=")) continue;
       bool owned = false;
       for (const char* p : kOwned) owned |= kv.starts_with(p);
       if (!owned) base_env_.emplace_back(kv);
@@ -361,6 +362,8 @@ class Supervisor {
     if (!has_omp) base_env_.emplace_back("OMP_NUM_THREADS=1");  // as torchrun does
     if (!o_.checkpoint_dir.empty())
       base_env_.push_back("TITAN_CHECKPOINT_DIR=" + o_.checkpoint_dir);
+    if (!o_.checkpoint_mirror.empty())
+      base_env_.push_back("TITAN_CHECKPOINT_MIRROR=" + o_.checkpoint_mirror);
     // Our socket first; keep what was there (an agent) within the client's limit of sockets.
     std::vector<std::string> sockets = {socket_path_};
     std::string rest = agent_sockets.empty() ? wire::kDefaultSocketPath : agent_sockets;

@@ -27,12 +27,13 @@ struct RunOptions {
   std::string node_id;    // default hostname-pid
   std::string node_addr;  // default 127.0.0.1 single-node, else the hostname
   std::string run_dir;  // socket, stack files, default outputs; default /tmp/titan-run-<job>-<pid>
-  std::string event_log;       // default <run_dir>/events.jsonl
-  std::string ledger_json;     // default <run_dir>/ledger.json
-  std::string metrics_file;    // Prometheus text, rewritten every second; empty: none
-  int metrics_port = 0;        // serve /metrics on 127.0.0.1:port; 0: none
-  std::string checkpoint_dir;  // exported as TITAN_CHECKPOINT_DIR
-  std::string log_dir;         // per-worker stdout+stderr files; empty: inherit
+  std::string event_log;          // default <run_dir>/events.jsonl
+  std::string ledger_json;        // default <run_dir>/ledger.json
+  std::string metrics_file;       // Prometheus text, rewritten every second; empty: none
+  int metrics_port = 0;           // serve /metrics on 127.0.0.1:port; 0: none
+  std::string checkpoint_dir;     // exported as TITAN_CHECKPOINT_DIR
+  std::string checkpoint_mirror;  // exported as TITAN_CHECKPOINT_MIRROR (tiering)
+  std::string log_dir;            // per-worker stdout+stderr files; empty: inherit
   RestartOptions restart;
   int64_t failure_grace_ns = 1'000'000'000;  // SIGTERM -> SIGKILL when recovering
   int64_t term_grace_ns = 30'000'000'000;    // on SIGTERM to titan run (preemption)

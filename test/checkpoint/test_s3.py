@@ -15,7 +15,8 @@ loopback; HTTP faults are injected by rgw.FaultProxy between titan and the gatew
   hostile `latest` object changes nothing.
 * Tiering: saves go to a local directory and are copied to s3:// in the background; `titan ckpt
   ls` shows local / durable; a lost or corrupted local copy is restored from the store; a store
-  that fails mid-run never fails a save.
+  that fails mid-run never fails a save; `titan run --checkpoint-mirror` sets it up for workers,
+  and a restarted worker whose local disk was wiped resumes from the store.
 """
 import os
 import signal
@@ -356,6 +357,37 @@ class S3CheckpointTest(unittest.TestCase):
         self.assertEqual(ck.latest_step(local), 1)
         self.assertTrue(self.titan("ckpt", "ls", local).stdout.rstrip().endswith("local"))
         self.assertEqual(ck.list_steps(mirror), [])
+    def test_titan_run_with_a_mirror_resumes_from_the_store_after_the_disk_is_lost(self):
+        local = os.path.join(self.tmp, "run-local")
+        mirror = self.url("run")
+        worker = os.path.join(self.tmp, "mirror_worker.py")
+        with open(worker, "w") as f:
+            f.write(textwrap.dedent("""
+                import os, shutil, torch, titan.checkpoint as ck
+                d = os.environ["TITAN_CHECKPOINT_DIR"]
+                state = {"w": torch.zeros(1 << 20), "step": 0}
+                start = ck.load_latest(d, state) or 0
+                print("START", start, float(state["w"][0]), flush=True)
+                if os.environ["TITAN_RESTART_COUNT"] == "0":
+                    for step in (1, 2):
+                        state["w"] += 1
+                        state["step"] = step
+                        ck.save(state, step)
+                    print("DURABLE", ck.wait(durable=True), flush=True)
+                    shutil.rmtree(d)  # the node's disk is gone
+                    os._exit(3)       # and the worker crashes
+                print("RESUMED", start, float(state["w"][0]), flush=True)
+            """))
+        run_dir = os.path.join(self.tmp, "run-dir")
+        p = subprocess.run([TITAN, "run", "--run-dir", run_dir, "--checkpoint-dir", local,
+                            "--checkpoint-mirror", mirror, "--nproc-per-node", "1",
+                            "--max-restarts", "1", "--failure-grace", "1", "--", PYTHON, worker],
+                           capture_output=True, text=True, timeout=180, env=env())
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("DURABLE 2", p.stdout + p.stderr)
+        self.assertIn("RESUMED 2 2.0", p.stdout + p.stderr)
+        self.assertEqual(ck.latest_step(mirror), 2)
+
 
 if __name__ == "__main__":
     unittest.main()
