@@ -545,16 +545,10 @@ def _load_latest_in(root, state, fallback, group):
     return None
 
 
-def _latest_or_none(root):
-    try:
-        return _native.checkpoint.latest_step(root)
-    except (RuntimeError, FileNotFoundError):
-        return None  # e.g. a fresh node's empty local disk
-
-
 def _load_tiered(root, mirror, state, fallback, group):
     """Local when it holds the newest checkpoint and it loads; else the durable mirror."""
-    local, durable = _latest_or_none(root), _latest_or_none(mirror)
+    # A missing local directory (a new node) holds none; an unreachable store raises.
+    local, durable = latest_step(root), latest_step(mirror)
     if local is not None and (durable is None or local >= durable):
         try:
             return _load_latest_in(root, state, False, group)

@@ -17,6 +17,7 @@
 #include "src/checkpoint/layout.h"
 #include "src/checkpoint/mirror.h"
 #include "src/checkpoint/reader.h"
+#include "src/s3/config.h"
 #include "tools/titan/commands.h"
 
 namespace titan {
@@ -89,7 +90,7 @@ int Ls(const std::string& dir) {
   if (!latest.ok()) return Fail(latest.status());
   // An object store is the durable tier; on a file system, DURABLE marks a checkpoint a
   // mirror has copied (mirror.h).
-  bool object_store = (*storage)->Describe("").rfind("s3://", 0) == 0;
+  bool object_store = s3::IsS3Url(dir);
   std::printf("%-12s %-6s %-20s %6s %8s %12s %12s  %s\n", "STEP", "LATEST", "CREATED", "WORLD",
               "TENSORS", "SIZE", "OWN_FILES", "TIER");
   for (int64_t step : *steps) {

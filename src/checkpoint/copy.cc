@@ -19,6 +19,12 @@
 namespace titan::checkpoint {
 namespace {
 
+// "step_0000000100/rank_00000-x.data" -> "step_0000000100"; "" for a file in the root.
+std::string DirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
 // One byte range of a data file to copy; `hash` is checked when `checked`.
 struct Piece {
   uint64_t offset = 0;
@@ -128,8 +134,7 @@ Result<CopyReport> CopyCheckpoint(Storage& from, int64_t step, Storage& to,
       bool skip = present.ok() && *present >= needed[i];
       Status status;
       if (!skip) {
-        status = to.CreateDir(
-            path.substr(0, path.rfind('/') == std::string::npos ? 0 : path.rfind('/')));
+        status = to.CreateDir(DirOf(path));
         if (status.ok()) {
           status = CopyFile(from, to, path, PiecesOf(chunks[i], needed[i]), options.read_ahead);
         }
@@ -156,10 +161,7 @@ Result<CopyReport> CopyCheckpoint(Storage& from, int64_t step, Storage& to,
   TITAN_RETURN_IF_ERROR(first_error);
 
   TITAN_RETURN_IF_ERROR(to.CreateDir(StepDirName(step)));
-  for (const std::string& path : manifest.files) {
-    size_t slash = path.rfind('/');
-    if (slash != std::string::npos) TITAN_RETURN_IF_ERROR(to.SyncDir(path.substr(0, slash)));
-  }
+  for (const std::string& path : manifest.files) TITAN_RETURN_IF_ERROR(to.SyncDir(DirOf(path)));
   TITAN_RETURN_IF_ERROR(to.WriteFileAtomic(manifest_path, manifest_bytes));
   TITAN_RETURN_IF_ERROR(to.SyncDir(StepDirName(step)));
   TITAN_ASSIGN_OR_RETURN(std::optional<int64_t> latest, LatestStep(to));

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -36,8 +37,9 @@ struct Root {
   }
 };
 
-// Uploads in parts of options.part_bytes; up to options.concurrency parts in flight on their
-// own threads. Errors of background parts surface at the next Append or at Sync.
+// Uploads in parts of options.part_bytes; up to options.concurrency parts in flight on a fixed
+// set of that many upload threads (started with the first part). Errors of background parts
+// surface at the next Append or at Sync.
 class S3WritableFile final : public WritableFile {
  public:
   S3WritableFile(std::shared_ptr<const Root> root, std::string key)
@@ -45,7 +47,7 @@ class S3WritableFile final : public WritableFile {
     buffer_.reserve(root_->options.part_bytes);
   }
   ~S3WritableFile() override {
-    WaitForParts(0);
+    StopUploaders();
     if (!upload_id_.empty() && !done_) {
       root_->client->AbortMultipartUpload(root_->bucket, key_, upload_id_).IgnoreError();
     }
@@ -78,7 +80,7 @@ class S3WritableFile final : public WritableFile {
           root_->bucket, key_, std::string_view(buffer_.data(), buffer_.size())));
     } else {
       if (!buffer_.empty()) TITAN_RETURN_IF_ERROR(StartPart());
-      WaitForParts(0);
+      StopUploaders();
       TITAN_RETURN_IF_ERROR(FirstError());
       Status complete =
           root_->client->CompleteMultipartUpload(root_->bucket, key_, upload_id_, etags_);
@@ -93,6 +95,11 @@ class S3WritableFile final : public WritableFile {
   uint64_t size_bytes() const override { return size_; }
 
  private:
+  struct Part {
+    int number = 0;  // from 1
+    std::vector<char> data;
+  };
+
   std::string Where() const { return Client::Describe(root_->bucket, key_); }
 
   // A completion retried after a lost answer finds the upload gone (NoSuchUpload) although
@@ -103,47 +110,68 @@ class S3WritableFile final : public WritableFile {
     return size.ok() && *size == size_;
   }
 
+  // Hands the full buffer to the uploaders; blocks while `concurrency` parts are pending.
   Status StartPart() {
     if (upload_id_.empty()) {
       TITAN_ASSIGN_OR_RETURN(upload_id_, root_->client->CreateMultipartUpload(root_->bucket, key_));
+      for (int i = 0; i < root_->options.concurrency; ++i) {
+        uploaders_.emplace_back([this] { Upload(); });
+      }
     }
-    WaitForParts(static_cast<size_t>(root_->options.concurrency) - 1);
-    TITAN_RETURN_IF_ERROR(FirstError());
-    int part = 0;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      etags_.emplace_back();
-      part = static_cast<int>(etags_.size());
-      ++in_flight_;
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return pending_ < static_cast<size_t>(root_->options.concurrency); });
+    if (!error_.ok()) return error_;
+    if (stopping_) {
+      return FailedPreconditionError(
+          fmt::format("append to {} after its Sync failed; save again", Where()));
     }
-    auto data = std::make_shared<std::vector<char>>(std::move(buffer_));
+    etags_.emplace_back();
+    queue_.push_back(Part{static_cast<int>(etags_.size()), std::move(buffer_)});
+    ++pending_;
+    lock.unlock();
+    cv_.notify_all();
     buffer_ = {};
     buffer_.reserve(root_->options.part_bytes);
-    threads_.emplace_back([this, part, data] {
-      Result<std::string> etag = root_->client->UploadPart(
-          root_->bucket, key_, upload_id_, part, std::string_view(data->data(), data->size()));
-      std::lock_guard<std::mutex> lock(mu_);
-      if (etag.ok()) {
-        etags_[static_cast<size_t>(part - 1)] = *etag;
-      } else if (error_.ok()) {
-        error_ = etag.status();
-      }
-      --in_flight_;
-      cv_.notify_all();
-    });
     return OkStatus();
   }
 
-  // Blocks until at most `max_in_flight` parts are uploading; joins finished threads when
-  // none are.
-  void WaitForParts(size_t max_in_flight) {
+  // An uploader thread: uploads queued parts until stopping with nothing queued. After a
+  // failure the remaining parts are dropped (the upload is aborted anyway).
+  void Upload() {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return in_flight_ <= max_in_flight; });
-    if (in_flight_ == 0) {
+    while (true) {
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      Part part = std::move(queue_.front());
+      queue_.pop_front();
+      bool failed = !error_.ok();
       lock.unlock();
-      for (std::thread& t : threads_) t.join();
-      threads_.clear();
+      Result<std::string> etag =
+          failed ? Result<std::string>(std::string())
+                 : root_->client->UploadPart(root_->bucket, key_, upload_id_, part.number,
+                                             std::string_view(part.data.data(), part.data.size()));
+      part.data = {};
+      lock.lock();
+      if (etag.ok()) {
+        etags_[static_cast<size_t>(part.number - 1)] = *etag;
+      } else if (error_.ok()) {
+        error_ = etag.status();
+      }
+      --pending_;
+      cv_.notify_all();
     }
+  }
+
+  // Waits for every pending part, then ends the uploader threads.
+  void StopUploaders() {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return pending_ == 0; });
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : uploaders_) t.join();
+    uploaders_.clear();
   }
 
   Status FirstError() {
@@ -156,13 +184,15 @@ class S3WritableFile final : public WritableFile {
   std::vector<char> buffer_;  // the part being filled
   uint64_t size_ = 0;
   bool done_ = false;
-  std::string upload_id_;             // "" until the first part is full
-  std::vector<std::thread> threads_;  // one per started part, joined when all are done
+  std::string upload_id_;               // "" until the first part is full
+  std::vector<std::thread> uploaders_;  // options.concurrency, once there is an upload
 
   std::mutex mu_;
   std::condition_variable cv_;
-  size_t in_flight_ = 0;            // guarded by mu_
-  std::vector<std::string> etags_;  // part i's ETag at i-1; guarded by mu_ once parts run
+  std::deque<Part> queue_;          // parts waiting for an uploader; guarded by mu_
+  size_t pending_ = 0;              // parts queued or uploading; guarded by mu_
+  bool stopping_ = false;           // guarded by mu_
+  std::vector<std::string> etags_;  // part i's ETag at i-1; guarded by mu_
   Status error_;                    // the first failed part's; guarded by mu_
 };
 
@@ -276,25 +306,15 @@ class S3Storage final : public Storage {
   const std::shared_ptr<const Root> root_;
 };
 
-Result<int64_t> IntFromEnv(const char* name, int64_t fallback, int64_t low, int64_t high,
-                           std::string_view unit) {
-  const char* value = std::getenv(name);
-  if (value == nullptr) return fallback;
-  int64_t parsed = 0;
-  if (!ParseInt64(value, &parsed) || parsed < low || parsed > high) {
-    return InvalidArgumentError(fmt::format("{}='{}': expected a whole number of {} from {} to {}",
-                                            name, value, unit, low, high));
-  }
-  return parsed;
-}
-
 }  // namespace
 
 Result<S3StorageOptions> S3StorageOptions::FromEnvironment() {
   S3StorageOptions options;
-  TITAN_ASSIGN_OR_RETURN(int64_t mib, IntFromEnv("TITAN_S3_PART_MIB", 16, 5, 5120, "MiB"));
+  TITAN_ASSIGN_OR_RETURN(int64_t mib,
+                         s3::IntSetting(s3::ProcessEnv, "TITAN_S3_PART_MIB", 16, 5, 5120, "MiB"));
   options.part_bytes = static_cast<size_t>(mib) << 20;
-  TITAN_ASSIGN_OR_RETURN(int64_t parts, IntFromEnv("TITAN_S3_CONCURRENCY", 8, 1, 64, "parts"));
+  TITAN_ASSIGN_OR_RETURN(int64_t parts,
+                         s3::IntSetting(s3::ProcessEnv, "TITAN_S3_CONCURRENCY", 8, 1, 64, "parts"));
   options.concurrency = static_cast<int>(parts);
   return options;
 }

@@ -202,14 +202,9 @@ std::once_flag curl_once;
 
 Result<ClientOptions> ClientOptions::FromEnvironment(const GetEnv& env) {
   ClientOptions options;
-  if (std::optional<std::string> v = env("TITAN_S3_MAX_ATTEMPTS")) {
-    int64_t attempts = 0;
-    if (!ParseInt64(*v, &attempts) || attempts < 1 || attempts > 100) {
-      return InvalidArgumentError(fmt::format(
-          "TITAN_S3_MAX_ATTEMPTS='{}': expected a whole number of attempts from 1 to 100", *v));
-    }
-    options.max_attempts = static_cast<int>(attempts);
-  }
+  TITAN_ASSIGN_OR_RETURN(int64_t attempts, IntSetting(env, "TITAN_S3_MAX_ATTEMPTS",
+                                                      options.max_attempts, 1, 100, "attempts"));
+  options.max_attempts = static_cast<int>(attempts);
   if (std::optional<std::string> v = env("TITAN_S3_STALL_TIMEOUT")) {
     if (!ParseDurationNs(*v, &options.stall_timeout_ns) ||
         options.stall_timeout_ns < 1'000'000'000) {

@@ -104,6 +104,18 @@ std::optional<std::string> ProcessEnv(const char* name) {
   return std::string(value);
 }
 
+Result<int64_t> IntSetting(const GetEnv& env, const char* name, int64_t fallback, int64_t low,
+                           int64_t high, std::string_view unit) {
+  std::optional<std::string> value = env(name);
+  if (!value) return fallback;
+  int64_t parsed = 0;
+  if (!ParseInt64(*value, &parsed) || parsed < low || parsed > high) {
+    return InvalidArgumentError(fmt::format("{}='{}': expected a whole number of {} from {} to {}",
+                                            name, *value, unit, low, high));
+  }
+  return parsed;
+}
+
 Result<Config> ResolveConfig(const GetEnv& env) {
   auto get = [&](const char* name) {
     std::optional<std::string> v = env(name);

@@ -41,6 +41,11 @@ Result<IniFile> ParseIni(std::string_view text, std::string_view source);
 using GetEnv = std::function<std::optional<std::string>(const char* name)>;
 std::optional<std::string> ProcessEnv(const char* name);
 
+// A whole-number setting: `fallback` when unset; anything but a number in [low, high] is
+// INVALID_ARGUMENT naming the variable and the range.
+Result<int64_t> IntSetting(const GetEnv& env, const char* name, int64_t fallback, int64_t low,
+                           int64_t high, std::string_view unit);
+
 // Missing credentials are NOT_FOUND with what to set; a malformed file INVALID_ARGUMENT.
 Result<Config> ResolveConfig(const GetEnv& env = ProcessEnv);
 
