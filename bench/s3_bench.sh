@@ -12,9 +12,16 @@
 #   tiering     the time an async titan.checkpoint.save() blocks the caller: 4 saves of the same
 #               state (changed between saves, 2 s apart) to a local directory, without and with
 #               a mirror to s3:// copying in the background
+#   restore     a restart onto an empty local disk: `titan run --checkpoint-dir DIR
+#               --checkpoint-mirror s3://...` of a worker that imports torch, builds its state
+#               and calls load_latest, timed whole (exec to exit), with titan run's prefetch
+#               (default) and with --no-checkpoint-prefetch (the worker reads the store itself).
+#               RESTORE_STARTUP_S (default 0) adds that much start-up work (sleep) before
+#               load_latest, standing for what a real job does first (CUDA, NCCL, the model).
 #
 # Prints seconds per run and the median ratios rclone/titan (> 1: titan is faster).
 # usage: bench/s3_bench.sh [BUILD_DIR] [GIB] [ROUNDS]
+#   SECTIONS="copy tiering restore" (default: all three) picks what runs.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${1:-$ROOT/build/release}"
@@ -50,8 +57,12 @@ EOF
 STEP=step_0000000100
 echo "checkpoint: $(du -sh "$SRC/$STEP" | cut -f1) in $(ls "$SRC/$STEP" | wc -l) files"
 
+SECTIONS="${SECTIONS:-copy tiering restore}"
+has() { [[ " $SECTIONS " == *" $1 "* ]]; }
 secs() { /usr/bin/time -f %e "$@" 2>&1 >/dev/null | tail -1; }
+median() { printf "%s\n" "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 declare -A T
+if has copy; then
 for r in $(seq 1 "$ROUNDS"); do
   fresh_store
   T[tu$r]=$(secs "$TITAN" ckpt cp "$SRC" "s3://bench/titan-$r")
@@ -65,7 +76,6 @@ for r in $(seq 1 "$ROUNDS"); do
     "${T[tu$r]}" "${T[ru$r]}" "${T[rt$r]}" "${T[td$r]}" "${T[rd$r]}"
   rm -rf "$WORK/titan-down-$r" "$WORK/rclone-down-$r"
 done
-median() { printf "%s\n" "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() {  # median over rounds of rclone/titan
   local out=() r
   for r in $(seq 1 "$ROUNDS"); do out+=("$(echo "${T[$1$r]} / ${T[$2$r]}" | bc -l)"); done
@@ -79,7 +89,9 @@ for k in tu ru rt td rd; do
     "$m" "$(echo "$mib / $m" | bc -l)"
 done
 echo "ratio rclone/titan: upload $(ratio ru tu)x (tuned rclone $(ratio rt tu)x), download $(ratio rd td)x"
+fi
 
+if has tiering; then
 fresh_store
 # On this one machine the gateway and the OSD share the cores with the "training" process; a real
 # store is elsewhere. TIERING_STORE_NICE=19 lowers their priority to approximate that.
@@ -105,3 +117,38 @@ for name, mirror in (("local", None), ("local+mirror", "s3://bench/tiered")):
           f"(saves 2-4: {', '.join(f'{b:.3f}' for b in blocking[1:])}); durable step {durable}, "
           f"waited {time.time() - started:.1f} s for the last copy")
 EOF
+fi
+
+if has restore; then
+fresh_store
+"$TITAN" ckpt cp "$SRC" s3://bench/restore >/dev/null 2>&1
+cat >"$WORK/restore_worker.py" <<EOF
+import os, time, torch, titan.checkpoint as ck
+state = {"w%d" % i: torch.empty(64 << 18) for i in range($GIB * 16)}
+time.sleep(${RESTORE_STARTUP_S:-0})
+started = time.time()
+step = ck.load_latest(os.environ["TITAN_CHECKPOINT_DIR"], state)
+print(f"RESTORED {step} load_latest {time.time() - started:.2f} s", flush=True)
+EOF
+restore() {  # restore [FLAGS...]: one titan run onto an empty local directory -> "WALL LOAD"
+  local dir="$WORK/restore-local" out
+  rm -rf "$dir" "$WORK/restore-run"
+  out=$( { PYTHONPATH="$BUILD/python" /usr/bin/time -f "WALL %e" "$TITAN" run --quiet \
+      --run-dir "$WORK/restore-run" --checkpoint-dir "$dir" \
+      --checkpoint-mirror s3://bench/restore --nproc-per-node 1 "$@" \
+      -- /usr/bin/python3 "$WORK/restore_worker.py"; } 2>&1)
+  grep -q "RESTORED 100" <<<"$out" || { echo "restore failed: $out" >&2; exit 1; }
+  echo "$(grep -o 'WALL [0-9.]*' <<<"$out" | cut -d' ' -f2) $(grep -o 'load_latest [0-9.]*' <<<"$out" | cut -d' ' -f2)"
+}
+for r in $(seq 1 "$ROUNDS"); do
+  read -r T[pw$r] T[pl$r] <<<"$(restore)"
+  read -r T[nw$r] T[nl$r] <<<"$(restore --no-checkpoint-prefetch)"
+  printf "restore round %d: prefetch %ss (load_latest %ss) | no prefetch %ss (load_latest %ss)\n" \
+    "$r" "${T[pw$r]}" "${T[pl$r]}" "${T[nw$r]}" "${T[nl$r]}"
+done
+out=()
+for r in $(seq 1 "$ROUNDS"); do out+=("$(echo "${T[nw$r]} / ${T[pw$r]}" | bc -l)"); done
+printf "restore of %d GiB (start-up +%ss), exec to state loaded: median %.2f s with prefetch, %.2f s without; ratio without/with %.2fx\n" \
+  "$GIB" "${RESTORE_STARTUP_S:-0}" "$(median $(for r in $(seq 1 "$ROUNDS"); do echo "${T[pw$r]}"; done))" \
+  "$(median $(for r in $(seq 1 "$ROUNDS"); do echo "${T[nw$r]}"; done))" "$(median "${out[@]}")"
+fi

@@ -26,6 +26,9 @@ API (stable; `titan run` and its demo script code against these exact signatures
         checkpoint to the mirror in the background (every chunk checked; only what changed is
         uploaded) and marks it DURABLE in `dir`. load_latest(dir, ..., mirror=...) loads from
         `dir` when it holds the newest checkpoint and it loads, else from the mirror.
+        Under `titan run --checkpoint-mirror`, titan run copies the mirror's newest checkpoint
+        into `dir` while the workers start (prefetch); load_latest first waits for that copy
+        (at most TITAN_CHECKPOINT_PREFETCH_WAIT seconds, default 600), then reads local files.
 
     load_latest(dir, state, *, fallback=True, group=None, mirror=None) -> int | None
         Restores `state` in place from the newest committed checkpoint in `dir` and returns
@@ -66,12 +69,15 @@ issued from the background thread.
 """
 import atexit
 import base64
+import fcntl
 import json
 import math
 import os
 import pickle
 import random
 import secrets
+import sys
+import time
 import warnings
 
 import numpy as np
@@ -545,8 +551,47 @@ def _load_latest_in(root, state, fallback, group):
     return None
 
 
+_PREFETCH_LOCK = ".prefetch.lock"  # src/checkpoint/prefetch.h
+
+
+def _await_prefetch(root):
+    """Waits while titan run prefetches the mirror's newest checkpoint into directory `root`:
+    its lock file is held (flock) exactly while a copy is in flight, and released by the
+    kernel if titan run dies, so this never waits for a dead prefetch. Gives up (with a
+    warning; the load then reads from the mirror) after TITAN_CHECKPOINT_PREFETCH_WAIT s."""
+    if root.startswith("s3://"):
+        return
+    try:
+        f = open(os.path.join(root, _PREFETCH_LOCK), "rb")
+    except FileNotFoundError:
+        return
+    with f:
+        def free():
+            try:
+                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                return False
+        if free():
+            return
+        limit = float(os.environ.get("TITAN_CHECKPOINT_PREFETCH_WAIT", "600"))
+        holder = f.read(256).decode(errors="replace").strip()
+        start = time.monotonic()
+        while not free():
+            if time.monotonic() - start > limit:
+                warnings.warn(f"titan.checkpoint: gave up waiting {limit:.0f} s for the prefetch "
+                              f"into {root} ({holder}); TITAN_CHECKPOINT_PREFETCH_WAIT sets "
+                              "the bound")
+                return
+            time.sleep(0.02)
+        if rank() == 0:
+            print(f"titan.checkpoint: waited {time.monotonic() - start:.2f} s for the prefetch "
+                  f"into {root} ({holder})", file=sys.stderr, flush=True)
+
+
 def _load_tiered(root, mirror, state, fallback, group):
     """Local when it holds the newest checkpoint and it loads; else the durable mirror."""
+    _await_prefetch(root)
     # A missing local directory (a new node) holds none; an unreachable store raises.
     local, durable = latest_step(root), latest_step(mirror)
     if local is not None and (durable is None or local >= durable):

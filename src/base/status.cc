@@ -33,6 +33,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "UNIMPLEMENTED";
     case StatusCode::kInternal:
       return "INTERNAL";
+    case StatusCode::kCancelled:
+      return "CANCELLED";
   }
   return "UNKNOWN";
 }
@@ -83,6 +85,7 @@ Status UnimplementedError(std::string m) {
   return Status(StatusCode::kUnimplemented, std::move(m));
 }
 Status InternalError(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
+Status CancelledError(std::string m) { return Status(StatusCode::kCancelled, std::move(m)); }
 
 Status ErrnoError(int errno_value, std::string_view what) {
   std::string message(what);

@@ -33,7 +33,8 @@ enum class StatusCode : uint8_t {
   kResourceExhausted,   // disk full, buffer full, budget spent
   kPermissionDenied,
   kUnimplemented,
-  kInternal,  // an invariant broke; a bug in titan
+  kInternal,   // an invariant broke; a bug in titan
+  kCancelled,  // the caller asked the operation to stop (shutdown); nothing is wrong
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -77,6 +78,7 @@ Status ResourceExhaustedError(std::string message);
 Status PermissionDeniedError(std::string message);
 Status UnimplementedError(std::string message);
 Status InternalError(std::string message);
+Status CancelledError(std::string message);
 // Maps an errno value to the closest code; message is "what: strerror(errno)".
 Status ErrnoError(int errno_value, std::string_view what);
 

@@ -3,7 +3,20 @@
 #include <charconv>
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace titan {
+
+std::string FormatBytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
+}
 
 bool ParseInt64(std::string_view text, int64_t* out) {
   if (text.empty()) return false;

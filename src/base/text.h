@@ -28,6 +28,9 @@ std::string_view Trim(std::string_view text);
 
 // Appends `text` to *out as a JSON string literal (quotes included): ", \ and control bytes
 // escaped, bytes >= 0x80 passed through unchanged (so valid UTF-8 stays valid).
+// "512 B", "1.5 KiB", "1.0 GiB" (binary units, one decimal), for people.
+std::string FormatBytes(uint64_t bytes);
+
 void AppendJsonString(std::string_view text, std::string* out);
 
 }  // namespace titan

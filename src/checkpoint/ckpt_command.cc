@@ -12,6 +12,7 @@
 
 #include "src/base/clock.h"
 #include "src/base/command_line.h"
+#include "src/base/text.h"
 #include "src/checkpoint/catalog.h"
 #include "src/checkpoint/copy.h"
 #include "src/checkpoint/layout.h"
@@ -30,17 +31,6 @@ struct Target {
   int64_t step = 0;
   std::string where;
 };
-
-std::string HumanBytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
-}
 
 std::string Time(int64_t unix_ns) {
   std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
@@ -109,8 +99,8 @@ int Ls(const std::string& dir) {
     bool durable = object_store || (*storage)->FileSize(DurableMarkerPath(step)).ok();
     std::printf("%-12lld %-6s %-20s %6d %8zu %12s %12s  %s\n", static_cast<long long>(step),
                 *latest == step ? "*" : "", Time(manifest->created_unix_ns).c_str(),
-                manifest->world_size, manifest->tensors.size(), HumanBytes(logical).c_str(),
-                HumanBytes(own).c_str(), durable ? "durable" : "local");
+                manifest->world_size, manifest->tensors.size(), FormatBytes(logical).c_str(),
+                FormatBytes(own).c_str(), durable ? "durable" : "local");
   }
   return 0;
 }
@@ -134,7 +124,7 @@ int Inspect(const std::string& path, bool json) {
       target->where.c_str(), static_cast<long long>(manifest->step),
       Time(manifest->created_unix_ns).c_str(), manifest->world_size,
       manifest->layout.dump().c_str(), manifest->save_id.c_str(), manifest->tensors.size(),
-      HumanBytes(logical).c_str(), manifest->files.size());
+      FormatBytes(logical).c_str(), manifest->files.size());
   std::string items;
   for (auto it = manifest->items.begin(); it != manifest->items.end(); ++it) {
     if (it.key() == "skeleton") continue;
@@ -151,7 +141,7 @@ int Inspect(const std::string& path, bool json) {
     std::printf("%-48s %-9s %-20s %6zu %7zu %10s\n", t.name.c_str(),
                 std::string(DTypeName(t.dtype)).c_str(),
                 fmt::format("[{}]", fmt::join(t.shape, ",")).c_str(), t.shards.size(), chunks,
-                HumanBytes(TensorBytes(t)).c_str());
+                FormatBytes(TensorBytes(t)).c_str());
   }
   std::printf("\nFILE\n");
   for (const std::string& f : manifest->files) std::printf("%s\n", f.c_str());
@@ -168,7 +158,7 @@ int Verify(const std::string& path) {
     std::printf("BAD  %s\n", error.ToString().c_str());
   }
   std::printf("%s: %llu chunks, %s checked, %zu bad\n", target->where.c_str(),
-              static_cast<unsigned long long>(report.chunks), HumanBytes(report.bytes).c_str(),
+              static_cast<unsigned long long>(report.chunks), FormatBytes(report.bytes).c_str(),
               report.errors.size());
   return report.errors.empty() ? 0 : 1;
 }
@@ -247,7 +237,7 @@ int Diff(const std::string& a_path, const std::string& b_path) {
     }
   }
   std::printf("%s vs %s: %d tensors differ (%s of %s)\n", a->where.c_str(), b->where.c_str(),
-              differences, HumanBytes(changed_bytes).c_str(), HumanBytes(total_bytes).c_str());
+              differences, FormatBytes(changed_bytes).c_str(), FormatBytes(total_bytes).c_str());
   return differences == 0 ? 0 : 1;  // like diff(1)
 }
 
@@ -269,7 +259,7 @@ int Gc(const std::string& dir, const RetentionPolicy& policy, bool dry_run) {
     std::printf("kept %s (referenced by a newer checkpoint)\n", f.c_str());
   }
   std::printf("%s %zu files, %s\n", verb, report->removed_files.size(),
-              HumanBytes(report->removed_bytes).c_str());
+              FormatBytes(report->removed_bytes).c_str());
   return 0;
 }
 
@@ -286,15 +276,15 @@ int Cp(const std::string& source, const std::string& destination, int files_in_p
     int64_t now_ns = MonoNowNs();
     if (now_ns - last_ns < 2'000'000'000 || copied == total) return;
     last_ns = now_ns;
-    std::fprintf(stderr, "titan ckpt cp: %s of %s\n", HumanBytes(copied).c_str(),
-                 HumanBytes(total).c_str());
+    std::fprintf(stderr, "titan ckpt cp: %s of %s\n", FormatBytes(copied).c_str(),
+                 FormatBytes(total).c_str());
   };
   auto report = CopyCheckpoint(*from->storage, from->step, **to, options);
   if (!report.ok()) return Fail(report.status());
   double seconds = static_cast<double>(MonoNowNs() - started_ns) / 1e9;
   std::printf("copied %s to %s: %d files, %s in %.2f s (%.0f MiB/s)%s%s\n", from->where.c_str(),
               (*to)->Describe(StepDirName(from->step)).c_str(), report->files_copied,
-              HumanBytes(report->copied_bytes).c_str(), seconds,
+              FormatBytes(report->copied_bytes).c_str(), seconds,
               static_cast<double>(report->copied_bytes) / (1 << 20) / std::max(seconds, 1e-9),
               report->files_present > 0
                   ? fmt::format(", {} already there", report->files_present).c_str()

@@ -51,9 +51,11 @@ std::vector<Piece> PiecesOf(const std::vector<ChunkRef>& chunks, uint64_t needed
 }
 
 Status CopyFile(Storage& from, Storage& to, const std::string& path,
-                const std::vector<Piece>& pieces, int read_ahead) {
+                const std::vector<Piece>& pieces, const CopyOptions& options) {
   TITAN_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> in, from.NewRandomAccessFile(path));
-  TITAN_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> out, to.NewBulkFile(path));
+  TITAN_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> out, options.cache_destination
+                                                                ? to.NewWritableFile(path)
+                                                                : to.NewBulkFile(path));
   struct Block {
     Status status;
     std::vector<char> bytes;
@@ -74,8 +76,13 @@ Status CopyFile(Storage& from, Storage& to, const std::string& path,
   std::deque<std::future<Block>> pending;
   size_t next = 0;
   Status failed;
+  const size_t read_ahead = static_cast<size_t>(std::max(1, options.read_ahead));
   for (size_t done = 0; done < pieces.size(); ++done) {
-    while (next < pieces.size() && pending.size() < static_cast<size_t>(read_ahead)) {
+    if (options.cancelled && options.cancelled()) {
+      failed = CancelledError("the copy was cancelled");
+      break;
+    }
+    while (next < pieces.size() && pending.size() < read_ahead) {
       pending.push_back(std::async(std::launch::async, read, std::cref(pieces[next++])));
     }
     Block block = pending.front().get();
@@ -136,7 +143,7 @@ Result<CopyReport> CopyCheckpoint(Storage& from, int64_t step, Storage& to,
       if (!skip) {
         status = to.CreateDir(DirOf(path));
         if (status.ok()) {
-          status = CopyFile(from, to, path, PiecesOf(chunks[i], needed[i]), options.read_ahead);
+          status = CopyFile(from, to, path, PiecesOf(chunks[i], needed[i]), options);
         }
       }
       std::lock_guard<std::mutex> lock(mu);

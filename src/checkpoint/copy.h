@@ -28,6 +28,14 @@ struct CopyOptions {
   int read_ahead = 4;
   // Called after each file with the bytes copied so far (from the copying threads, serialised).
   std::function<void(uint64_t copied_bytes, uint64_t total_bytes)> on_progress;
+  // Polled before each chunk is read (from the copying threads); true stops the copy with
+  // CANCELLED, committing nothing. Must be thread-safe and cheap.
+  std::function<bool()> cancelled;
+  // Writes data files through the destination's buffered writer (Storage::NewWritableFile)
+  // instead of its bulk writer (NewBulkFile: O_DIRECT on a POSIX file system). For a
+  // destination that is read right after (a prefetch): its data then stays in the page cache.
+  // Only for POSIX destinations (an object store's buffered writer holds a whole file).
+  bool cache_destination = false;
 };
 
 struct CopyReport {
@@ -37,8 +45,9 @@ struct CopyReport {
   bool moved_latest = false;
 };
 
-// DATA_LOSS when a chunk's bytes do not match the manifest (naming file and offset); the
-// source's and the destination's errors otherwise, prefixed with the file being copied.
+// DATA_LOSS when a chunk's bytes do not match the manifest (naming file and offset); CANCELLED
+// when options.cancelled said so; the source's and the destination's errors otherwise,
+// prefixed with the file being copied.
 Result<CopyReport> CopyCheckpoint(Storage& from, int64_t step, Storage& to,
                                   const CopyOptions& options = {});
 

@@ -23,6 +23,15 @@ std::string DurableMarkerPath(int64_t step) {
   return StepDirName(step) + "/" + std::string(kDurableMarkerName);
 }
 
+Status WriteDurableMarker(Storage& local, int64_t step, const Storage& durable,
+                          uint64_t copied_bytes, int64_t copy_ns) {
+  nlohmann::json marker = {{"durable", durable.Describe(StepDirName(step))},
+                           {"unix_ns", WallNowNs()},
+                           {"copied_bytes", copied_bytes},
+                           {"seconds", static_cast<double>(copy_ns) / 1e9}};
+  return local.WriteFileAtomic(DurableMarkerPath(step), marker.dump() + "\n");
+}
+
 CheckpointMirror::CheckpointMirror(std::shared_ptr<Storage> local, std::shared_ptr<Storage> durable)
     : local_(std::move(local)), durable_(std::move(durable)) {
   thread_ = std::thread([this] { Run(); });
@@ -83,11 +92,8 @@ void CheckpointMirror::Run() {
     Result<CopyReport> copied = CopyCheckpoint(*local_, step, *durable_);
     Status status = copied.status();
     if (status.ok()) {
-      nlohmann::json marker = {{"durable", durable_->Describe(StepDirName(step))},
-                               {"unix_ns", WallNowNs()},
-                               {"copied_bytes", copied->copied_bytes},
-                               {"seconds", static_cast<double>(MonoNowNs() - started_ns) / 1e9}};
-      status = local_->WriteFileAtomic(DurableMarkerPath(step), marker.dump() + "\n");
+      status = WriteDurableMarker(*local_, step, *durable_, copied->copied_bytes,
+                                  MonoNowNs() - started_ns);
       if (!status.ok() && !local_->FileSize(ManifestPath(step)).ok()) {
         status = OkStatus();  // local retention dropped it meanwhile; the store has it
       }

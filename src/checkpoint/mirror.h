@@ -31,6 +31,11 @@ namespace titan::checkpoint {
 
 inline constexpr std::string_view kDurableMarkerName = "DURABLE";
 std::string DurableMarkerPath(int64_t step);  // "step_0000000100/DURABLE"
+// Writes step_N/DURABLE in `local` (atomically): committed checkpoint `step` is also committed
+// at `durable`, where `copied_bytes` went in `copy_ns` (0 bytes for a prefetch that found the
+// files present). Errors are `local`'s.
+Status WriteDurableMarker(Storage& local, int64_t step, const Storage& durable,
+                          uint64_t copied_bytes, int64_t copy_ns);
 
 class CheckpointMirror {
  public:

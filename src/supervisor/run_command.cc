@@ -93,6 +93,10 @@ int RunCommand(int argc, char** argv) {
                  "exported as TITAN_CHECKPOINT_MIRROR: titan.checkpoint copies each checkpoint "
                  "there in the background and restores from it when the local one is missing "
                  "(s3://bucket/prefix)");
+  app.add_flag("!--no-checkpoint-prefetch", o.checkpoint_prefetch,
+               "with --checkpoint-mirror: do not copy the mirror's newest checkpoint into "
+               "--checkpoint-dir while the workers start (by default it is, when the directory "
+               "holds none as new; load_latest waits for it and reads local files)");
   app.add_option("--run-dir", o.run_dir, "socket, stack dumps, default outputs");
   app.add_option("--event-log", o.event_log, "JSON lines event log (default RUN_DIR/events.jsonl)");
   app.add_option("--ledger-json", o.ledger_json,

@@ -22,11 +22,15 @@
 #include <httplib.h>
 
 #include "src/base/clock.h"
+#include "src/base/duration.h"
 #include "src/base/env.h"
 #include "src/base/listen_socket.h"
 #include "src/base/log.h"
+#include "src/base/text.h"
+#include "src/checkpoint/prefetch.h"
 #include "src/client/event_receiver.h"
 #include "src/client/wire.h"
+#include "src/s3/config.h"
 #include "src/supervisor/ledger.h"
 #include "src/supervisor/native_stack.h"
 #include "src/supervisor/rendezvous.h"
@@ -199,6 +203,7 @@ class Supervisor {
                                 {"master", fmt::format("{}:{}", a.master_addr, a.master_port)},
                                 {"waited_s", NsToSeconds(joined_ns - join_start)}});
       ledger_.Enter(Phase::kRestart, joined_ns);
+      StartPrefetch(a);
       Status spawned = Spawn(a);
       if (!spawned.ok()) {
         log_.Write("decision", {{"action", "give-up"}, {"reason", std::string(spawned.message())}});
@@ -523,8 +528,59 @@ class Supervisor {
         poll_error_logged_ = true;
         log_.Write("warning", {{"what", std::string(health.status().message())}});
       }
+      ReportPrefetch();
       PublishMetrics(now);
     }
+  }
+
+  // ---- checkpoint prefetch -----------------------------------------------------------------
+  // Before the workers exist: lock the local checkpoint directory and start copying the
+  // mirror's newest checkpoint into it (one prefetch at a time; a restart during one keeps it).
+  void StartPrefetch(const Assignment& a) {
+    if (!o_.checkpoint_prefetch || o_.checkpoint_mirror.empty() || o_.checkpoint_dir.empty() ||
+        s3::IsS3Url(o_.checkpoint_dir) || a.group_rank != 0 || (prefetch_ && !prefetch_->done())) {
+      return;
+    }
+    ReportPrefetch();
+    auto started = checkpoint::CheckpointPrefetch::Start(o_.checkpoint_dir, o_.checkpoint_mirror);
+    if (!started.ok()) {
+      log_.Write("prefetch", {{"phase", "end"}, {"error", started.status().ToString()}});
+      Log(LogLevel::kWarning, "run", "checkpoint prefetch: {}", started.status().ToString());
+      return;
+    }
+    prefetch_ = std::move(started).value();
+    log_.Write("prefetch", {{"phase", "start"},
+                            {"from", o_.checkpoint_mirror},
+                            {"to", o_.checkpoint_dir},
+                            {"generation", a.generation}});
+  }
+
+  // Once the prefetch ended: one "prefetch" event with what it did (see docs/run.md).
+  void ReportPrefetch() {
+    if (!prefetch_ || !prefetch_->done()) return;
+    const auto& out = prefetch_->outcome();
+    json e = {{"phase", "end"}};
+    if (!out.ok()) {
+      e["error"] = out.status().ToString();
+      Log(LogLevel::kWarning, "run", "checkpoint prefetch failed (workers restore from {}): {}",
+          o_.checkpoint_mirror, out.status().ToString());
+    } else {
+      auto step_or_null = [](const std::optional<int64_t>& s) { return s ? json(*s) : json(); };
+      e["local_step"] = step_or_null(out->local_step);
+      e["durable_step"] = step_or_null(out->durable_step);
+      e["copied"] = out->copied;
+      e["copied_bytes"] = out->copy.copied_bytes;
+      e["files_copied"] = out->copy.files_copied;
+      e["files_present"] = out->copy.files_present;
+      e["seconds"] = NsToSeconds(out->elapsed_ns);
+      if (out->copied) {
+        Log(LogLevel::kInfo, "run", "prefetched step {} ({}) from {} in {}", *out->durable_step,
+            FormatBytes(out->copy.copied_bytes), o_.checkpoint_mirror,
+            FormatDurationShort(out->elapsed_ns));
+      }
+    }
+    log_.Write("prefetch", std::move(e));
+    prefetch_.reset();
   }
 
   int64_t NextWakeNs() const {
@@ -1020,6 +1076,11 @@ class Supervisor {
   }
 
   int Finish(int code) {
+    if (prefetch_ && !prefetch_->done()) {
+      log_.Write("prefetch", {{"phase", "end"}, {"error", "cancelled: the run ended"}});
+    }
+    ReportPrefetch();
+    prefetch_.reset();  // cancels a copy in flight
     int64_t now = MonoNowNs();
     FlushSteps(now, /*force=*/true);
     workers_.Stop(0);
@@ -1073,6 +1134,11 @@ class Supervisor {
       } else if (type == "restart") {
         line = fmt::format("restarted generation {} ({:.0f} ms from detection to exec)",
                            e.value("generation", 0), e.value("detect_to_exec_ms", 0.0));
+      } else if (type == "prefetch" && e.value("copied", false)) {
+        line =
+            fmt::format("prefetched checkpoint step {} ({}) in {:.1f} s while workers started",
+                        e.value("durable_step", int64_t{-1}),
+                        FormatBytes(e.value("copied_bytes", uint64_t{0})), e.value("seconds", 0.0));
       } else if (type == "preempt") {
         line = "preempted: SIGTERM forwarded to the workers";
       } else {
@@ -1098,6 +1164,7 @@ class Supervisor {
   std::unique_ptr<EventReceiver> receiver_;
   std::unique_ptr<Rendezvous> rdzv_;
   WorkerGroup workers_;
+  std::unique_ptr<checkpoint::CheckpointPrefetch> prefetch_;  // in flight or not yet reported
   std::map<int, RankState> ranks_;
   Assignment current_;
   std::vector<std::string> base_env_;

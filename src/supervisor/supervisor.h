@@ -33,7 +33,11 @@ struct RunOptions {
   int metrics_port = 0;           // serve /metrics on 127.0.0.1:port; 0: none
   std::string checkpoint_dir;     // exported as TITAN_CHECKPOINT_DIR
   std::string checkpoint_mirror;  // exported as TITAN_CHECKPOINT_MIRROR (tiering)
-  std::string log_dir;            // per-worker stdout+stderr files; empty: inherit
+  // With a mirror and a local checkpoint_dir: at every (re)start of the workers, the node of
+  // group rank 0 copies the mirror's newest checkpoint into checkpoint_dir while they start
+  // (checkpoint/prefetch.h) when the directory holds none as new.
+  bool checkpoint_prefetch = true;
+  std::string log_dir;  // per-worker stdout+stderr files; empty: inherit
   RestartOptions restart;
   int64_t failure_grace_ns = 1'000'000'000;  // SIGTERM -> SIGKILL when recovering
   int64_t term_grace_ns = 30'000'000'000;    // on SIGTERM to titan run (preemption)

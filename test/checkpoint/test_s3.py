@@ -17,7 +17,10 @@ loopback; HTTP faults are injected by rgw.FaultProxy between titan and the gatew
   ls` shows local / durable; a lost or corrupted local copy is restored from the store; a store
   that fails mid-run never fails a save; `titan run --checkpoint-mirror` sets it up for workers,
   and a restarted worker whose local disk was wiped resumes from the store.
+* Prefetch: titan run copies the store's newest checkpoint into an empty local directory while
+  the worker starts; load_latest waits for it and reads no chunk from the store.
 """
+import json
 import os
 import signal
 import subprocess
@@ -387,6 +390,80 @@ class S3CheckpointTest(unittest.TestCase):
         self.assertIn("DURABLE 2", p.stdout + p.stderr)
         self.assertIn("RESUMED 2 2.0", p.stdout + p.stderr)
         self.assertEqual(ck.latest_step(mirror), 2)
+
+    def run_restore(self, local, mirror, proxy, *flags):
+        """titan run of one worker that restores from `local` with `mirror` through `proxy`:
+        (stdout+stderr, the run's events)."""
+        worker = os.path.join(self.tmp, "restore_worker.py")
+        with open(worker, "w") as f:
+            f.write(textwrap.dedent("""
+                import os, torch, titan.checkpoint as ck
+                g = torch.Generator().manual_seed(11)
+                want = {"t%d" % i: torch.randn(1 << 18, generator=g) for i in range(24)}
+                state = {"w": {k: torch.zeros(1 << 18) for k in want}, "step": -1}
+                got = ck.load_latest(os.environ["TITAN_CHECKPOINT_DIR"], state)
+                same = all(torch.equal(state["w"][k], want[k]) for k in want)
+                print("RESTORED", got, "SAME" if same else "DIFFERENT", flush=True)
+            """))
+        run_dir = tempfile.mkdtemp(dir=self.tmp)
+        p = subprocess.run([TITAN, "run", "--run-dir", run_dir, "--checkpoint-dir", local,
+                            "--checkpoint-mirror", mirror, "--nproc-per-node", "1", *flags,
+                            "--", PYTHON, worker],
+                           capture_output=True, text=True, timeout=180,
+                           env={**env(), "AWS_ENDPOINT_URL": proxy.url})
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(run_dir, "events.jsonl")) as f:
+            events = [json.loads(line) for line in f]
+        return p.stdout + p.stderr, events
+
+    def test_titan_run_prefetches_the_newest_durable_checkpoint_while_workers_start(self):
+        mirror = self.url("prefetch")
+        saver = self.saver(mirror, 7, 24, 11)
+        _, err = saver.communicate(timeout=120)
+        self.assertEqual(saver.returncode, 0, err)
+        local = os.path.join(self.tmp, "prefetch-local")  # a new node: nothing local
+        proxy = FaultProxy(self.rgw.endpoint)
+        try:
+            # Slow chunk reads keep the prefetch in flight while the worker starts and asks.
+            proxy.delay(4, method="GET", path_contains=".data", n=4)
+            out, events = self.run_restore(local, mirror, proxy)
+            self.assertIn("RESTORED 7 SAME", out)
+            self.assertIn("waited", out)  # load_latest waited for the prefetch in flight
+            ends = [e for e in events if e["type"] == "prefetch" and e["phase"] == "end"]
+            self.assertEqual(len(ends), 1, events)
+            self.assertTrue(ends[0]["copied"], ends[0])
+            self.assertEqual((ends[0]["local_step"], ends[0]["durable_step"]), (None, 7))
+            self.assertGreaterEqual(ends[0]["copied_bytes"], 24 << 20)
+            self.assertIn("prefetched checkpoint step 7", out)  # the run's timeline
+            # The worker read the store only to learn its latest step (a listing): every chunk
+            # read came before the worker's listing (the prefetch lists first too).
+            reqs = [t for m, t in proxy.requests if m == "GET"]
+            listings = [i for i, t in enumerate(reqs) if "list-type=2" in t]
+            chunks = [i for i, t in enumerate(reqs) if ".data" in t]
+            self.assertGreaterEqual(len(listings), 2, reqs)
+            self.assertTrue(chunks and max(chunks) < listings[-1], reqs)
+            self.assertEqual(ck.latest_step(local), 7)
+            self.assertTrue(self.titan("ckpt", "ls", local).stdout.rstrip().endswith("durable"))
+
+            # A second start finds the local copy as new as the store's: nothing is fetched.
+            proxy.clear()
+            proxy.reset_requests()
+            out, events = self.run_restore(local, mirror, proxy)
+            self.assertIn("RESTORED 7 SAME", out)
+            ends = [e for e in events if e["type"] == "prefetch" and e["phase"] == "end"]
+            self.assertEqual((ends[0]["copied"], ends[0]["local_step"]), (False, 7), ends)
+            self.assertEqual(proxy.count("GET", ".data"), 0)
+
+            # Without prefetch the worker reads its chunks from the store itself.
+            proxy.reset_requests()
+            fresh = os.path.join(self.tmp, "prefetch-off")
+            out, events = self.run_restore(fresh, mirror, proxy, "--no-checkpoint-prefetch")
+            self.assertIn("RESTORED 7 SAME", out)
+            self.assertFalse([e for e in events if e["type"] == "prefetch"])
+            self.assertGreater(proxy.count("GET", ".data"), 0)
+            self.assertIsNone(ck.latest_step(fresh))
+        finally:
+            proxy.close()
 
 
 if __name__ == "__main__":
