@@ -14,6 +14,7 @@
 #include "src/checkpoint/catalog.h"
 #include "src/checkpoint/reader.h"
 #include "src/checkpoint/writer.h"
+#include "src/client/titan_client.h"
 #include "src/s3/config.h"
 
 namespace py = pybind11;
@@ -67,9 +68,17 @@ class PyWriter {
  public:
   // With a mirror ("s3://..."), rank 0 copies each committed checkpoint there in the
   // background (tiering, src/checkpoint/mirror.h).
+  // The agent and titan run hear of each save's end and of each copy to the mirror
+  // (checkpoint_committed / checkpoint_durable events, sent from the writer's threads).
   PyWriter(const std::string& dir, const std::string& mirror) : writer_(OpenRoot(dir, true)) {
+    writer_.SetOnSaved([](const SaveStats& s) {
+      titan::Client::Default().CheckpointCommitted(s.step, static_cast<int64_t>(s.written_bytes));
+    });
     if (!mirror.empty()) {
-      mirror_ = std::make_shared<CheckpointMirror>(OpenRoot(dir, true), OpenRoot(mirror, true));
+      mirror_ = std::make_shared<CheckpointMirror>(
+          OpenRoot(dir, true), OpenRoot(mirror, true), [](int64_t step, uint64_t bytes) {
+            titan::Client::Default().CheckpointDurable(step, static_cast<int64_t>(bytes));
+          });
       writer_.SetMirror(mirror_);
     }
   }

@@ -27,8 +27,12 @@ void BindClient(py::module_& m) {
   m.def(
       "checkpoint_begin", [](int64_t step) { return C().CheckpointBegin(step); }, py::arg("step"));
   m.def(
-      "checkpoint_end", [](int64_t step, int64_t bytes) { return C().CheckpointEnd(step, bytes); },
-      py::arg("step"), py::arg("bytes") = 0);
+      "checkpoint_end",
+      [](int64_t step, int64_t bytes, const std::string& tag) {
+        return C().CheckpointEnd(step, bytes, tag);
+      },
+      py::arg("step"), py::arg("bytes") = 0, py::arg("tag") = "",
+      "tag \"staged\": an asynchronous save returned; its checkpoint_committed event follows.");
   m.def(
       "mark", [](const std::string& name) { return C().Mark(name); }, py::arg("name"),
       "A named instant; the name is cut to 23 bytes.");

@@ -436,8 +436,9 @@ def save(state, step, async_=True, *, dir=None, keep_last=None, keep_every=None,
     except RuntimeError as e:
         raise _native_error(e) from None
     _last_writer = writer
-    if not async_:
-        _client_event("checkpoint_end", int(step))
+    # An async save returns once staged: its end is reported by the writer's thread
+    # (checkpoint_committed) when the checkpoint commits.
+    _client_event("checkpoint_end", int(step), tag="staged" if async_ else "")
 
 
 def wait(durable=False):

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "src/client/wire_parse.h"
+
 namespace titan {
 namespace {
 
@@ -170,7 +172,7 @@ void Correlator::Explain(const Series& source, TransientEvent* event) const {
     const int64_t before_ms = (d.start_ns - e.time_ns) / 1'000'000;
     std::string when = before_ms >= 0 ? fmt::format("{} ms before", before_ms)
                                       : fmt::format("{} ms into it", -before_ms);
-    std::string what(AppEventKindName(e.kind));
+    std::string what(wire::EventKindName(e.kind));
     if (e.name[0] != '\0') {
       what += " '";
       what.append(e.name, strnlen(e.name, wire::kNameBytes));

@@ -4,28 +4,6 @@
 
 namespace titan {
 
-std::string_view AppEventKindName(wire::EventKind kind) {
-  switch (kind) {
-    case wire::EventKind::kHello:
-      return "hello";
-    case wire::EventKind::kStepBegin:
-      return "step_begin";
-    case wire::EventKind::kStepEnd:
-      return "step_end";
-    case wire::EventKind::kCheckpointBegin:
-      return "checkpoint_begin";
-    case wire::EventKind::kCheckpointEnd:
-      return "checkpoint_end";
-    case wire::EventKind::kMark:
-      return "mark";
-    case wire::EventKind::kGoodbye:
-      return "goodbye";
-    case wire::EventKind::kHeartbeat:
-      return "heartbeat";
-  }
-  return "unknown";
-}
-
 EventLog::EventLog(size_t max_transients, size_t max_app_events)
     : max_transients_(max_transients), max_app_events_(max_app_events) {
   app_ring_.reserve(std::min<size_t>(max_app_events_, 4096));

@@ -37,8 +37,6 @@ struct AppEvent {
   char name[wire::kNameBytes];
 };
 
-std::string_view AppEventKindName(wire::EventKind kind);
-
 class EventLog {
  public:
   EventLog(size_t max_transients, size_t max_app_events);

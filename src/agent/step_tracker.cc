@@ -3,6 +3,7 @@
 #include <string>
 
 #include "src/base/clock.h"
+#include "src/client/wire_parse.h"
 
 namespace titan {
 namespace {
@@ -63,7 +64,7 @@ StepTracker::StepTracker(MetricRegistry& registry, WatchedProcesses& processes)
       unmatched_(registry.GetOrCreate(kUnmatched, {}, 0)) {
   for (uint16_t k = 1; k <= wire::kMaxKind; ++k) {
     kind_counters_[k] = registry.GetOrCreate(
-        kAppEvents, {std::string(AppEventKindName(static_cast<wire::EventKind>(k)))}, 0);
+        kAppEvents, {std::string(wire::EventKindName(static_cast<wire::EventKind>(k)))}, 0);
   }
 }
 

@@ -32,8 +32,9 @@ Status WriteDurableMarker(Storage& local, int64_t step, const Storage& durable,
   return local.WriteFileAtomic(DurableMarkerPath(step), marker.dump() + "\n");
 }
 
-CheckpointMirror::CheckpointMirror(std::shared_ptr<Storage> local, std::shared_ptr<Storage> durable)
-    : local_(std::move(local)), durable_(std::move(durable)) {
+CheckpointMirror::CheckpointMirror(std::shared_ptr<Storage> local, std::shared_ptr<Storage> durable,
+                                   std::function<void(int64_t, uint64_t)> on_durable)
+    : local_(std::move(local)), durable_(std::move(durable)), on_durable_(std::move(on_durable)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -102,6 +103,7 @@ void CheckpointMirror::Run() {
       Log(LogLevel::kInfo, "checkpoint", "step {} durable at {} ({} bytes copied in {})", step,
           durable_->Describe(StepDirName(step)), copied->copied_bytes,
           FormatDurationShort(MonoNowNs() - started_ns));
+      if (on_durable_) on_durable_(step, copied->copied_bytes);
       if (retention.keep_last > 0) {
         Result<GcReport> gc = CollectGarbage(*durable_, retention, /*dry_run=*/false);
         if (!gc.ok()) {

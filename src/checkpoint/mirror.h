@@ -17,6 +17,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -39,7 +40,10 @@ Status WriteDurableMarker(Storage& local, int64_t step, const Storage& durable,
 
 class CheckpointMirror {
  public:
-  CheckpointMirror(std::shared_ptr<Storage> local, std::shared_ptr<Storage> durable);
+  // on_durable (optional): called from the copying thread after each copy commits and its
+  // DURABLE marker is written, with the step and the bytes copied.
+  CheckpointMirror(std::shared_ptr<Storage> local, std::shared_ptr<Storage> durable,
+                   std::function<void(int64_t step, uint64_t copied_bytes)> on_durable = {});
   ~CheckpointMirror();  // finishes the copy in flight and the one queued
   CheckpointMirror(const CheckpointMirror&) = delete;
   CheckpointMirror& operator=(const CheckpointMirror&) = delete;
@@ -57,6 +61,7 @@ class CheckpointMirror {
 
   const std::shared_ptr<Storage> local_;
   const std::shared_ptr<Storage> durable_;
+  const std::function<void(int64_t, uint64_t)> on_durable_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::optional<int64_t> queued_;        // guarded by mu_

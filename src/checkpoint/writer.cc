@@ -256,7 +256,10 @@ Status CheckpointWriter::WriteAndCommit(int64_t step, const std::vector<Piece>& 
     index_.clear();  // what the index points to may not exist: the next save is a full one
     return status.WithContext(fmt::format("saving checkpoint {} (rank {})", where, options.rank));
   }
-  if (options.rank != 0) return OkStatus();
+  if (options.rank != 0) {
+    if (on_saved_) on_saved_(stats_);
+    return OkStatus();
+  }
   int64_t commit_start_ns = MonoNowNs();
   status = Commit(step, options);
   stats_.commit_ns = MonoNowNs() - commit_start_ns;
@@ -265,6 +268,7 @@ Status CheckpointWriter::WriteAndCommit(int64_t step, const std::vector<Piece>& 
     return status.WithContext(fmt::format("committing checkpoint {}", where));
   }
   stats_.committed = true;
+  if (on_saved_) on_saved_(stats_);
   if (mirror_) mirror_->Submit(step, options.retention);
   if (options.retention.keep_last > 0) {
     Result<GcReport> gc = CollectGarbage(*storage_, options.retention, /*dry_run=*/false);

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -93,6 +94,10 @@ class CheckpointWriter {
   // Rank 0: after each commit, hand the checkpoint to `mirror` for copying to a durable root
   // (mirror.h). Call before the first Save.
   void SetMirror(std::shared_ptr<CheckpointMirror> mirror) { mirror_ = std::move(mirror); }
+  // Called once per successful save, when its background part ends (rank 0: committed; other
+  // ranks: data and marker written), with that save's statistics; from the writer's thread
+  // (async) or inside Save (sync). Must not call back into this writer. Call before Save.
+  void SetOnSaved(std::function<void(const SaveStats&)> hook) { on_saved_ = std::move(hook); }
   // Lets the next incremental save reference the chunks of `manifest` (e.g. the one loaded).
   void SeedIndex(const Manifest& manifest);
   // Statistics of the last save (complete after Wait()).
@@ -118,6 +123,7 @@ class CheckpointWriter {
   std::thread worker_;
   Status worker_status_;
   SaveStats stats_;
+  std::function<void(const SaveStats&)> on_saved_;
   std::unique_ptr<char[]> staging_;
   size_t staging_bytes_ = 0;
   std::vector<Piece> pieces_;  // of the save in flight

@@ -121,6 +121,12 @@ class Client {
   bool CheckpointEnd(int64_t step, int64_t bytes, std::string_view tag = {}) {
     return Send(wire::EventKind::kCheckpointEnd, step, bytes, tag);
   }
+  bool CheckpointCommitted(int64_t step, int64_t bytes) {
+    return Send(wire::EventKind::kCheckpointCommitted, step, bytes, {});
+  }
+  bool CheckpointDurable(int64_t step, int64_t bytes) {
+    return Send(wire::EventKind::kCheckpointDurable, step, bytes, {});
+  }
   bool Mark(std::string_view name) { return Send(wire::EventKind::kMark, -1, 0, name); }
   bool Heartbeat() { return Send(wire::EventKind::kHeartbeat, -1, 0, {}); }
   // Also waits (at most kGoodbyeFlushNs) for deferred events to be sent: call it last.

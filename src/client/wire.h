@@ -27,12 +27,19 @@ enum class EventKind : uint16_t {
   kStepBegin = 2,        // step = the step number starting now
   kStepEnd = 3,          // step = the step number that just finished
   kCheckpointBegin = 4,  // step = training step being saved
-  kCheckpointEnd = 5,    // value = bytes written (or 0); step as in begin
+  kCheckpointEnd = 5,    // value = bytes written (or 0); step as in begin; name kStagedTag:
+                         // an async save returned, kCheckpointCommitted follows
   kMark = 6,             // a user-named instant; name = the mark
   kGoodbye = 7,          // the process is exiting cleanly
   kHeartbeat = 8,        // liveness without step progress (e.g. long data loading)
+  // A save's background part ended: step as in begin; value = bytes this rank wrote. Rank 0:
+  // the checkpoint is committed; another rank: its data and marker are written.
+  kCheckpointCommitted = 9,
+  kCheckpointDurable = 10,  // rank 0: committed at the durable mirror; value = bytes copied
 };
-inline constexpr uint16_t kMaxKind = 8;
+inline constexpr uint16_t kMaxKind = 10;
+// The tag of a kCheckpointEnd that ends only the blocking part of an asynchronous save.
+inline constexpr const char* kStagedTag = "staged";
 
 struct Event {
   uint32_t magic;         // kMagic

@@ -142,6 +142,10 @@ std::string_view EventKindName(EventKind kind) {
       return "goodbye";
     case EventKind::kHeartbeat:
       return "heartbeat";
+    case EventKind::kCheckpointCommitted:
+      return "checkpoint_committed";
+    case EventKind::kCheckpointDurable:
+      return "checkpoint_durable";
   }
   return "unknown";
 }

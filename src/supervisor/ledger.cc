@@ -51,8 +51,26 @@ void GoodputLedger::OnCheckpointSaved(int64_t step, int64_t now_ns) {
   last_checkpoint_step_ = step;
 }
 
+void GoodputLedger::OnCheckpointStaged(int64_t step, int64_t now_ns) {
+  if (phase_ == Phase::kProductive) Close(now_ns);
+  staged_step_ = step;  // async saves run one at a time: a newer one replaces the older
+  staged_covers_ns_ = productive_since_checkpoint_ns_;
+}
+
+void GoodputLedger::OnCheckpointCommitted(int64_t step, int64_t now_ns) {
+  if (step != staged_step_) return OnCheckpointSaved(step, now_ns);
+  if (phase_ == Phase::kProductive) Close(now_ns);
+  productive_since_checkpoint_ns_ =
+      std::max<int64_t>(0, productive_since_checkpoint_ns_ - staged_covers_ns_);
+  last_checkpoint_step_ = std::max(last_checkpoint_step_, step);
+  staged_step_ = -1;
+  staged_covers_ns_ = 0;
+}
+
 void GoodputLedger::OnFailure(int64_t failure_ns, int64_t now_ns) {
   if (finished_) return;
+  staged_step_ = -1;  // the save in flight died with the workers
+  staged_covers_ns_ = 0;
   Close(now_ns);
   const int p = static_cast<int>(Phase::kProductive);
   int64_t silent = std::clamp<int64_t>(now_ns - failure_ns, 0, productive_since_checkpoint_ns_);
@@ -104,6 +122,7 @@ nlohmann::json GoodputLedger::ToJson(int64_t now_ns) const {
   j["steps_completed_events"] = steps_;
   j["last_step"] = last_step_;
   j["last_checkpoint_step"] = last_checkpoint_step_;
+  j["last_durable_step"] = last_durable_step_;
   return j;
 }
 
@@ -142,6 +161,9 @@ std::string GoodputLedger::ToPrometheus(int64_t now_ns) const {
   out += "# HELP titan_run_last_checkpoint_step Step of the last completed checkpoint.\n";
   out += "# TYPE titan_run_last_checkpoint_step gauge\n";
   out += fmt::format("titan_run_last_checkpoint_step {}\n", last_checkpoint_step_);
+  out += "# HELP titan_run_last_durable_step Step of the last checkpoint copied to the mirror.\n";
+  out += "# TYPE titan_run_last_durable_step gauge\n";
+  out += fmt::format("titan_run_last_durable_step {}\n", last_durable_step_);
   return out;
 }
 

@@ -43,6 +43,16 @@ class GoodputLedger {
   Phase phase() const { return phase_; }
   // A checkpoint completed: productive work so far is safe.
   void OnCheckpointSaved(int64_t step, int64_t now_ns);
+  // An asynchronous save of `step` returned (staged): the productive work so far becomes safe
+  // when OnCheckpointCommitted(step) follows; work done meanwhile stays unsaved.
+  void OnCheckpointStaged(int64_t step, int64_t now_ns);
+  // The save of `step` committed. Without a staged save of that step (a synchronous save that
+  // reported both), the same as OnCheckpointSaved.
+  void OnCheckpointCommitted(int64_t step, int64_t now_ns);
+  // `step` was copied to the durable mirror (tiering): shown, not counted as time.
+  void OnCheckpointDurable(int64_t step) {
+    last_durable_step_ = std::max(last_durable_step_, step);
+  }
   void OnStep(int64_t step) {
     ++steps_;
     last_step_ = step;
@@ -61,6 +71,7 @@ class GoodputLedger {
   int restarts() const { return restarts_; }
   int64_t steps() const { return steps_; }
   int64_t last_checkpoint_step() const { return last_checkpoint_step_; }
+  int64_t last_durable_step() const { return last_durable_step_; }
 
   nlohmann::json ToJson(int64_t now_ns) const;
   // A fixed-width table for humans.
@@ -76,6 +87,10 @@ class GoodputLedger {
   int64_t phase_start_ns_ = 0;
   int64_t productive_since_checkpoint_ns_ = 0;
   int64_t last_checkpoint_step_ = -1;
+  int64_t last_durable_step_ = -1;
+  // The staged async save not yet committed: its step and the unsaved productive time it covers.
+  int64_t staged_step_ = -1;
+  int64_t staged_covers_ns_ = 0;
   int64_t last_step_ = -1;
   int64_t steps_ = 0;
   int restarts_ = 0;

@@ -34,6 +34,32 @@ TEST(GoodputLedger, SplitsWallTimeAndMovesUnsavedWorkToLost) {
   EXPECT_DOUBLE_EQ(l.Ettr(30 * kS), 18.0 / 30.0);
 }
 
+TEST(GoodputLedger, AnAsyncSaveMakesWorkSafeOnlyWhenItCommits) {
+  GoodputLedger l;
+  l.Start(Phase::kProductive, 0);
+  l.Enter(Phase::kCheckpoint, 10 * kS);  // 10 s productive, then a save blocks 1 s
+  l.Enter(Phase::kProductive, 11 * kS);
+  l.OnCheckpointStaged(100, 11 * kS);
+  EXPECT_EQ(l.last_checkpoint_step(), -1);  // staged is not saved
+  l.OnCheckpointCommitted(100, 15 * kS);    // committed in the background 4 s later
+  EXPECT_EQ(l.last_checkpoint_step(), 100);
+  l.OnFailure(20 * kS, 20 * kS);  // a crash 9 s after the save returned
+  l.Finish(20 * kS);
+  // The 10 s before the save are safe; the 9 s after it (4 of them while it committed) are lost.
+  EXPECT_EQ(l.Ns(Phase::kLost, 20 * kS), 9 * kS);
+  EXPECT_EQ(l.Ns(Phase::kProductive, 20 * kS), 10 * kS);
+}
+
+TEST(GoodputLedger, AnAsyncSaveThatNeverCommitsSavesNothing) {
+  GoodputLedger l;
+  l.Start(Phase::kProductive, 0);
+  l.OnCheckpointStaged(100, 10 * kS);
+  l.OnFailure(12 * kS, 12 * kS);  // the workers died before the commit
+  l.Finish(12 * kS);
+  EXPECT_EQ(l.Ns(Phase::kLost, 12 * kS), 12 * kS);
+  EXPECT_EQ(l.last_checkpoint_step(), -1);
+}
+
 TEST(GoodputLedger, FailureOutsideSteppingLosesNothingProductive) {
   GoodputLedger l;
   l.Start(Phase::kStartup, 0);

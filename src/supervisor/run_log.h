@@ -1,9 +1,10 @@
 // RunLog: the event log of `titan run`, one JSON object per line:
 //   {"time_ns": <wall ns>, "t": <seconds since start>, "node": "...", "type": "...", ...fields}
 // Types: start, rendezvous, spawn, exit, crash, hang, stack, straggler, decision, restart,
-// exclude, inject, checkpoint, prefetch, preempt, finish (see docs/run.md). Every line is
-// flushed as it is written, so a `titan run` killed hard leaves a complete log up to its last
-// decision. The most recent lines are also kept in memory (bounded) for the end-of-run timeline.
+// exclude, inject, checkpoint, checkpoint_committed, checkpoint_durable, prefetch, preempt,
+// finish (see docs/run.md). Every line is flushed as it is written, so a `titan run` killed
+// hard leaves a complete log up to its last decision. The most recent lines are also kept in
+// memory (bounded) for the end-of-run timeline.
 //
 // Thread safety: not thread-safe; owned by the supervisor loop.
 #pragma once

@@ -653,14 +653,37 @@ class Supervisor {
       case wire::EventKind::kCheckpointEnd:
         hang_.OnProgress(rank, now);
         if (lead) {
-          ledger_.OnCheckpointSaved(e.step, now);
+          const bool staged = e.name() == wire::kStagedTag;
+          if (staged) {
+            ledger_.OnCheckpointStaged(e.step, now);
+            staged_ns_ = now;
+          } else {
+            ledger_.OnCheckpointSaved(e.step, now);
+          }
           ledger_.Enter(Phase::kProductive, now);
           log_.Write("checkpoint",
                      {{"step", e.step},
                       {"bytes", e.value},
+                      {"async", staged},
                       {"blocking_ms",
                        checkpoint_begin_ns_ > 0 ? (now - checkpoint_begin_ns_) / 1e6 : 0.0}});
           checkpoint_begin_ns_ = 0;
+        }
+        break;
+      case wire::EventKind::kCheckpointCommitted:
+        if (lead) {
+          ledger_.OnCheckpointCommitted(e.step, now);
+          log_.Write("checkpoint_committed",
+                     {{"step", e.step},
+                      {"written_bytes", e.value},
+                      {"background_ms", staged_ns_ > 0 ? (now - staged_ns_) / 1e6 : 0.0}});
+          staged_ns_ = 0;
+        }
+        break;
+      case wire::EventKind::kCheckpointDurable:
+        if (lead) {
+          ledger_.OnCheckpointDurable(e.step);
+          log_.Write("checkpoint_durable", {{"step", e.step}, {"copied_bytes", e.value}});
         }
         break;
       case wire::EventKind::kHeartbeat:
@@ -1178,6 +1201,7 @@ class Supervisor {
   int64_t excluded_until_ns_ = 0;
   int64_t hang_deferred_until_ns_ = 0;
   int64_t checkpoint_begin_ns_ = 0;
+  int64_t staged_ns_ = 0;  // when the lead rank's async save returned (0: none in flight)
   int64_t gen_wall_start_ns_ = 0;
   int64_t next_metrics_ns_ = 0;
   StepWindow step_window_;

@@ -390,6 +390,17 @@ class S3CheckpointTest(unittest.TestCase):
         self.assertIn("DURABLE 2", p.stdout + p.stderr)
         self.assertIn("RESUMED 2 2.0", p.stdout + p.stderr)
         self.assertEqual(ck.latest_step(mirror), 2)
+        # Each async save reported itself three times: returned, committed, durable.
+        with open(os.path.join(run_dir, "events.jsonl")) as f:
+            events = [json.loads(line) for line in f]
+        staged = [e["step"] for e in events if e["type"] == "checkpoint" and e["async"]]
+        committed = [e["step"] for e in events if e["type"] == "checkpoint_committed"]
+        durable = [e["step"] for e in events if e["type"] == "checkpoint_durable"]
+        self.assertEqual((staged, committed), ([1, 2], [1, 2]), events)
+        self.assertEqual(durable[-1], 2, events)
+        with open(os.path.join(run_dir, "ledger.json")) as f:
+            ledger = json.load(f)
+        self.assertEqual((ledger["last_checkpoint_step"], ledger["last_durable_step"]), (2, 2))
 
     def run_restore(self, local, mirror, proxy, *flags):
         """titan run of one worker that restores from `local` with `mirror` through `proxy`:
