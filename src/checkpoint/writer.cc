@@ -265,6 +265,7 @@ Status CheckpointWriter::WriteAndCommit(int64_t step, const std::vector<Piece>& 
   stats_.commit_ns = MonoNowNs() - commit_start_ns;
   if (!status.ok()) {
     index_.clear();
+    RemoveUncommitted(step);
     return status.WithContext(fmt::format("committing checkpoint {}", where));
   }
   stats_.committed = true;
@@ -338,6 +339,20 @@ Status CheckpointWriter::WriteRankData(int64_t step, const std::vector<Piece>& p
       storage_->WriteFileAtomic(DonePath(step, options.rank), SerializeManifest(*done)));
   index_ = std::move(new_index);
   return OkStatus();
+}
+
+void CheckpointWriter::RemoveUncommitted(int64_t step) {
+  if (storage_->FileSize(ManifestPath(step)).ok()) return;  // committed after all (`latest` failed)
+  std::string dir = StepDirName(step);
+  Result<std::vector<std::string>> files = storage_->ListDir(dir);
+  if (!files.ok()) return;
+  for (const std::string& file : *files) {
+    Status removed = storage_->RemoveFile(dir + "/" + file);
+    if (!removed.ok()) {
+      Log(LogLevel::kWarning, "checkpoint", "cleaning up the failed save: {}", removed.ToString());
+    }
+  }
+  storage_->RemoveDir(dir).IgnoreError();  // not empty if another rank is still writing
 }
 
 Status CheckpointWriter::Commit(int64_t step, const SaveOptions& options) {

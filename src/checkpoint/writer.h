@@ -117,6 +117,10 @@ class CheckpointWriter {
   Status WriteRankData(int64_t step, const std::vector<Piece>& pieces, const SaveOptions& options,
                        Manifest* done);
   Status Commit(int64_t step, const SaveOptions& options);
+  // Rank 0, after a failed commit: removes what the save left in step_N (every rank's data file
+  // and marker; a full disk is the usual cause, and the next save needs the space), unless the
+  // MANIFEST landed. Best effort: errors are logged.
+  void RemoveUncommitted(int64_t step);
 
   std::shared_ptr<Storage> storage_;
   std::shared_ptr<CheckpointMirror> mirror_;
