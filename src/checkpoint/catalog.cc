@@ -36,11 +36,16 @@ Result<Manifest> ReadManifest(Storage& storage, int64_t step) {
   return ParseManifest(bytes, storage.Describe(path));
 }
 
-Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy, bool dry_run) {
+Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy, bool dry_run,
+                                bool newer_uncommitted) {
   GcReport report;
   TITAN_ASSIGN_OR_RETURN(std::vector<int64_t> committed, ListCommittedSteps(storage));
   TITAN_ASSIGN_OR_RETURN(std::optional<int64_t> latest, LatestStep(storage));
-  if (!latest) return report;  // nothing committed: everything may be in flight
+  if (!latest && !newer_uncommitted) return report;  // nothing committed: all may be in flight
+  // A directory at or above the latest step may be a save in flight: left alone by default.
+  auto maybe_in_flight = [&](int64_t step) {
+    return !newer_uncommitted && (!latest || step >= *latest);
+  };
 
   // 1. Retention: which committed checkpoints to drop.
   std::set<int64_t> keep;
@@ -58,7 +63,7 @@ Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy,
       }
     }
   }
-  keep.insert(*latest);  // never drop what "latest" names
+  if (latest) keep.insert(*latest);  // never drop what "latest" names
   for (int64_t step : committed) {
     if (!keep.count(step)) report.dropped_steps.push_back(step);
   }
@@ -90,7 +95,7 @@ Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy,
   TITAN_ASSIGN_OR_RETURN(std::vector<std::string> names, storage.ListDir(""));
   for (const std::string& dir : names) {
     int64_t step;
-    if (!ParseStepDirName(dir, &step) || step >= *latest || keep.count(step)) continue;
+    if (!ParseStepDirName(dir, &step) || maybe_in_flight(step) || keep.count(step)) continue;
     if (!dropped.count(step) && storage.FileSize(ManifestPath(step)).ok()) continue;
     Result<std::vector<std::string>> files = storage.ListDir(dir);
     if (!files.ok()) continue;
@@ -117,7 +122,7 @@ Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy,
   TITAN_ASSIGN_OR_RETURN(std::vector<std::string> incomplete, storage.ListIncompleteWrites());
   for (const std::string& path : incomplete) {
     int64_t step;
-    if (!ParseStepDirName(path.substr(0, path.find('/')), &step) || step >= *latest ||
+    if (!ParseStepDirName(path.substr(0, path.find('/')), &step) || maybe_in_flight(step) ||
         keep.count(step)) {
       continue;
     }

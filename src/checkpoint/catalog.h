@@ -48,8 +48,10 @@ struct GcReport {
 // files of dropped checkpoints that no committed manifest references, stale "done" markers and
 // temporary files, directories left empty, and (object stores) incomplete uploads there. Only
 // directories without a MANIFEST and with a step below the latest committed one are cleaned (newer
-// ones may be saves in flight). With dry_run nothing is changed and the report says what would be
-// removed.
-Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy, bool dry_run);
+// ones may be saves in flight), unless `newer_uncommitted`: then also those above it (what a save
+// killed before its commit leaves; only when no job is saving to this root). With dry_run
+// nothing is changed and the report says what would be removed.
+Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy, bool dry_run,
+                                bool newer_uncommitted = false);
 
 }  // namespace titan::checkpoint

@@ -416,6 +416,34 @@ TEST(Checkpoint, RetentionKeepsLastKAndEveryNth) {
   EXPECT_EQ(*steps, (std::vector<int64_t>{50, 90, 100}));
 }
 
+TEST(Checkpoint, GcRemovesANewerUncommittedSaveOnlyWhenAsked) {
+  TempDir dir;
+  auto storage = Open(dir.path());
+  HostTensor t = MakeTensor("w", DType::kFloat32, {1000}, 1);
+  CheckpointWriter writer(storage);
+  ASSERT_TRUE(writer.Save(10, {Replicated(t)}, Options(0, 1, "a")).ok());
+  // What a save killed during its commit leaves: a data file and a marker, no MANIFEST.
+  const std::string killed = dir.path() + "/" + StepDirName(20);
+  fs::create_directories(killed);
+  std::ofstream(killed + "/rank_00000-0123456789ab.data") << std::string(4096, 'x');
+  std::ofstream(killed + "/rank_00000.done") << "{}";
+
+  auto kept = CollectGarbage(*storage, {}, /*dry_run=*/false);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_TRUE(kept->removed_files.empty());  // it may be a save in flight
+  EXPECT_TRUE(fs::exists(killed + "/rank_00000.done"));
+
+  auto removed = CollectGarbage(*storage, {}, /*dry_run=*/false, /*newer_uncommitted=*/true);
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(removed->removed_files.size(), 2u);
+  EXPECT_EQ(removed->removed_bytes, 4098u);
+  EXPECT_FALSE(fs::exists(killed));
+  auto latest = LatestStep(*storage);
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  EXPECT_EQ(**latest, 10);
+  EXPECT_TRUE(CheckpointReader::Open(storage, 10).ok());
+}
+
 TEST(Checkpoint, FlippedBitsInDataFilesAreDetectedAndNamed) {
   TempDir dir;
   auto storage = Open(dir.path());

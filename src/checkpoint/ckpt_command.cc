@@ -241,10 +241,10 @@ int Diff(const std::string& a_path, const std::string& b_path) {
   return differences == 0 ? 0 : 1;  // like diff(1)
 }
 
-int Gc(const std::string& dir, const RetentionPolicy& policy, bool dry_run) {
+int Gc(const std::string& dir, const RetentionPolicy& policy, bool dry_run, bool uncommitted) {
   auto storage = OpenStorage(dir, false);
   if (!storage.ok()) return Fail(storage.status());
-  auto report = CollectGarbage(**storage, policy, dry_run);
+  auto report = CollectGarbage(**storage, policy, dry_run, uncommitted);
   if (!report.ok()) return Fail(report.status());
   const char* verb = dry_run ? "would remove" : "removed";
   for (int64_t step : report->dropped_steps) {
@@ -332,6 +332,10 @@ int CkptCommand(int argc, char** argv) {
   gc->add_option("--keep-every", policy.keep_every, "also keep steps divisible by N")
       ->check(CLI::NonNegativeNumber);
   gc->add_flag("--dry-run", dry_run, "only print what would be removed");
+  bool uncommitted = false;
+  gc->add_flag("--uncommitted", uncommitted,
+               "also remove uncommitted checkpoints newer than the latest (what a save killed "
+               "before its commit leaves); only when no job is saving to DIR");
   int files_in_parallel = 4;
   auto* cp = app.add_subcommand(
       "cp", "copy a checkpoint to another root (directory or s3://), checking every chunk");
@@ -345,7 +349,7 @@ int CkptCommand(int argc, char** argv) {
   if (*inspect) return Inspect(a, json);
   if (*verify) return Verify(a);
   if (*diff) return Diff(a, b);
-  return Gc(dir, policy, dry_run);
+  return Gc(dir, policy, dry_run, uncommitted);
 }
 
 }  // namespace titan
