@@ -72,6 +72,7 @@ import base64
 import fcntl
 import json
 import math
+import operator
 import os
 import pickle
 import random
@@ -317,7 +318,10 @@ class _Restorer:
         self._read_into(name, fresh, [0] * len(shape), list(shape))
         return fresh
 
-    def build(self, skel, current):
+    def build(self, skel, current, path="state"):
+        """The value saved as `skel`, read into `current` (the caller's object at `path`)
+        where it fits. A dict of the caller's with keys the checkpoint does not hold is an
+        error: its values would otherwise be silently dropped."""
         if "__t__" in skel:
             return self.tensor(skel["__t__"], current)
         if "__shard__" in skel:
@@ -328,22 +332,32 @@ class _Restorer:
             return _unpickle(skel["__pickle__"])
         if "__sd__" in skel:
             if current is not None and hasattr(current, "load_state_dict"):
-                current.load_state_dict(self.build(skel["__sd__"], current.state_dict()))
+                current.load_state_dict(
+                    self.build(skel["__sd__"], current.state_dict(), path + ".state_dict()"))
                 return current
-            return self.build(skel["__sd__"], None)
+            return self.build(skel["__sd__"], None, path)
         if "__dict__" in skel:
             out = {}
             for key, sub in skel["__dict__"]:
                 if isinstance(key, dict):
                     key = _unpickle(key["__pickle__"])
                 cur = current.get(key) if isinstance(current, dict) else None
-                out[key] = self.build(sub, cur)
+                out[key] = self.build(sub, cur, f"{path}[{key!r}]")
+            if isinstance(current, dict):
+                missing = [k for k in current if k not in out]
+                if missing:
+                    raise CheckpointError(
+                        f"{self.where}: {path} has {', '.join(map(repr, missing))}, which the "
+                        f"checkpoint does not hold (it holds {', '.join(map(repr, out))}); "
+                        "remove them from the state to load it, or load a checkpoint that has "
+                        "them")
             return out
         for kind, ctor in (("__list__", list), ("__tuple__", tuple)):
             if kind in skel:
                 cur = current if isinstance(current, (list, tuple)) and \
                     len(current) == len(skel[kind]) else [None] * len(skel[kind])
-                return ctor(self.build(s, c) for s, c in zip(skel[kind], cur))
+                return ctor(self.build(s, c, f"{path}[{i}]")
+                            for i, (s, c) in enumerate(zip(skel[kind], cur)))
         raise CheckpointError(f"{self.where}: unknown entry in the saved state: {list(skel)}")
 
 
@@ -418,6 +432,17 @@ def save(state, step, async_=True, *, dir=None, keep_last=None, keep_every=None,
     dir = _resolve_dir(dir)
     if not isinstance(state, dict):
         raise TypeError("titan.checkpoint.save: state must be a dict")
+    try:
+        step = operator.index(step)  # ints, numpy and 0-d torch integers; never a float
+    except TypeError:
+        raise TypeError(f"titan.checkpoint.save: step must be an integer, got {step!r} "
+                        f"({type(step).__name__})") from None
+    if metadata is not None:
+        try:
+            json.dumps(metadata, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"titan.checkpoint.save: metadata must be JSON ({e}); NaN and "
+                             "infinity are not JSON: store them as strings") from None
     r, w = rank(group), world_size(group)
     save_id = _broadcast_save_id(group)
     flat = _Flattener()
@@ -506,7 +531,7 @@ def _load_step(root, step, state, group):
         raise CheckpointError(f"{where} has no entry for {missing}; it holds {list(skeleton)}")
     restorer = _Restorer(reader, where)
     for key in list(state):
-        value = restorer.build(skeleton[str(key)], state[key])
+        value = restorer.build(skeleton[str(key)], state[key], f"state[{key!r}]")
         if value is not state[key]:
             state[key] = value
     _writer(root).seed(root, step)  # the next save can reference these chunks

@@ -254,6 +254,11 @@ Result<std::shared_ptr<Storage>> OpenPosixStorage(const std::string& root, bool 
   auto storage = std::make_shared<PosixStorage>(clean);
   if (!create_if_missing) {
     if (!storage->IsDir("")) {
+      struct stat st;
+      if (::stat(clean.c_str(), &st) == 0) {
+        return InvalidArgumentError(fmt::format(
+            "{} is a file, not a checkpoint directory (give DIR or DIR/step_NNNNNNNNNN)", clean));
+      }
       return NotFoundError(fmt::format("checkpoint directory {} does not exist", clean));
     }
     return std::shared_ptr<Storage>(storage);

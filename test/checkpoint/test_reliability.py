@@ -21,6 +21,7 @@ import tempfile
 import time
 import unittest
 
+import numpy as np
 import torch
 
 import titan.checkpoint as ck
@@ -189,6 +190,34 @@ class ReliabilityTest(unittest.TestCase):
             self.assertTrue(torch.equal(state["model"]["w"], want), f"trial {trial}")
             self.assertTrue(torch.equal(state["model"]["b"], torch.full((4096,), float(latest))))
             self.assertEqual(state["step"], latest)
+
+    def test_careless_arguments_are_refused_clearly(self):
+        d = os.path.join(self.tmp, "careless")
+        state = model_state(1, 1000)
+        with self.assertRaisesRegex(TypeError, r"step must be an integer, got 1\.5 \(float\)"):
+            ck.save(state, 1.5, async_=False, dir=d)  # was saved silently as step 1
+        with self.assertRaisesRegex(ValueError, "metadata must be JSON.*NaN"):
+            ck.save(state, 2, async_=False, dir=d, metadata={"loss": float("nan")})
+        self.assertIsNone(ck.latest_step(d))  # neither wrote anything
+        ck.save(state, np.int64(3), async_=False, dir=d)  # integer types other than int are fine
+        self.assertEqual(ck.latest_step(d), 3)
+        # A tensor the checkpoint lacks: named, instead of the dict silently losing it.
+        grown = model_state(1, 1000)
+        grown["model"]["big"] = torch.zeros(4)
+        with self.assertRaisesRegex(ck.CheckpointError,
+                                    r"state\['model'\] has 'big', which the checkpoint does "
+                                    r"not hold \(it holds 'w', 'b'\)"):
+            ck.load_latest(d, grown)
+        self.assertIn("big", grown["model"])  # the caller's state is left as it was
+
+    @unittest.skipUnless(TITAN, "TITAN_BINARY not set (the CTest registration sets it)")
+    def test_a_file_given_as_a_checkpoint_directory_is_named_as_a_file(self):
+        path = os.path.join(self.tmp, "afile")
+        with open(path, "w") as f:
+            f.write("x")
+        p = subprocess.run([TITAN, "ckpt", "verify", path], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("is a file, not a checkpoint directory", p.stderr)
 
     @unittest.skipUnless(TITAN, "TITAN_BINARY not set (the CTest registration sets it)")
     def test_cli(self):
