@@ -39,6 +39,8 @@ int PickFreePort() {
 
 namespace {
 
+constexpr int64_t kWaitReportNs = 5 * kNsPerSecond;  // how often Join says what it waits for
+
 using nlohmann::json;
 
 class LocalRendezvous final : public Rendezvous {
@@ -122,8 +124,19 @@ class EtcdRendezvous final : public Rendezvous {
     int64_t joined_gen = -1;
     int64_t min_reached_ns = -1;
     size_t last_count = 0;
+    // What the loop waits for, said on stderr every kWaitReportNs (a silent wait of minutes
+    // for a node that never comes looks like a hang).
+    std::string waiting_for;
+    int64_t next_report_ns = start + kWaitReportNs;
     while (true) {
       if (stop()) return UnavailableError("rendezvous interrupted by a signal");
+      if (!waiting_for.empty() && MonoNowNs() >= next_report_ns) {
+        next_report_ns = MonoNowNs() + kWaitReportNs;
+        Log(LogLevel::kInfo, "run",
+            "rendezvous (etcd {}, job '{}'): waiting for {}; {:.0f} s of --join-timeout left",
+            o_.endpoint, o_.job_id, waiting_for,
+            std::max<double>(0, (o_.join_timeout_ns - (MonoNowNs() - start)) / 1e9));
+      }
       if (MonoNowNs() - start > o_.join_timeout_ns) {
         return DeadlineExceededError(fmt::format(
             "rendezvous: fewer than --min-nodes={} nodes joined within {} s (etcd {}, job '{}')",
@@ -148,7 +161,12 @@ class EtcdRendezvous final : public Rendezvous {
           if (a.ok()) return a;
         }
         // Not a member (late, excluded or stale): wait for the next generation.
-      } else if (MonoNowNs() >= excluded_until_mono_ns && gen > after_generation) {
+        waiting_for = fmt::format(
+            "generation {} to end (it started without this node) so that a new one admits it", gen);
+      } else if (MonoNowNs() < excluded_until_mono_ns) {
+        waiting_for = fmt::format("the end of this node's exclusion ({:.0f} s)",
+                                  (excluded_until_mono_ns - MonoNowNs()) / 1e9);
+      } else if (gen > after_generation) {
         if (joined_gen != gen) {
           nlohmann::json me = {{"id", o_.self.id},
                                {"addr", o_.self.addr},
@@ -166,6 +184,17 @@ class EtcdRendezvous final : public Rendezvous {
         if (static_cast<int>(joins.size()) >= o_.min_nodes && min_reached_ns < 0) {
           min_reached_ns = MonoNowNs();
         }
+        std::string ids;
+        for (const EtcdKeyValue& kv : joins) {
+          ids += (ids.empty() ? "" : ", ") + kv.key.substr(kv.key.rfind('/') + 1);
+        }
+        waiting_for =
+            static_cast<int>(joins.size()) < o_.min_nodes
+                ? fmt::format("{} more node(s): {} of --min-nodes {} joined ({})",
+                              o_.min_nodes - static_cast<int>(joins.size()), joins.size(),
+                              o_.min_nodes, ids)
+                : fmt::format("the last call for more nodes ({} of at most {} joined: {})",
+                              joins.size(), o_.max_nodes, ids);
         bool full = static_cast<int>(joins.size()) >= o_.max_nodes;
         bool last_call_over =
             min_reached_ns >= 0 && MonoNowNs() - min_reached_ns >= o_.last_call_ns;
@@ -180,6 +209,8 @@ class EtcdRendezvous final : public Rendezvous {
           TITAN_RETURN_IF_ERROR(etcd_.CreateIfAbsent(rdzv + "closed", members.dump()).status());
           continue;  // read it back: whoever created it decided
         }
+      } else {
+        waiting_for = fmt::format("a generation after {} (the one this node left)", gen);
       }
       ::usleep(50'000);
     }

@@ -247,6 +247,18 @@ def test_lost_node_is_detected_through_its_lease(work):
     assert_no_survivors(d0, d1)
 
 
+def test_a_missing_peer_is_reported_while_titan_run_waits_for_it(work):
+    # Was a silent wait until --join-timeout (600 s by default).
+    with etcd_server() as url:
+        p = subprocess.run([TITAN, "run", "--etcd", url, "--job-id", "alone", "--nnodes", "2",
+                            "--node-id", "a", "--join-timeout", "7", "--nproc-per-node", "1",
+                            "--run-dir", os.path.join(work, "alone"), "--", "/bin/true"],
+                           capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1, p.stderr
+    assert "waiting for 1 more node(s): 1 of --min-nodes 2 joined (a)" in p.stderr, p.stderr
+    assert "fewer than --min-nodes=2 nodes joined within 7 s" in p.stderr
+
+
 def test_killing_titan_run_leaves_no_orphans(work):
     tmp = os.path.join(work, "orphans")
     proc, run_dir = titan_run(tmp, "run", ["--nproc-per-node", "2"], wait=False)
