@@ -202,7 +202,8 @@ class Supervisor {
                                 {"members", a.members},
                                 {"master", fmt::format("{}:{}", a.master_addr, a.master_port)},
                                 {"waited_s", NsToSeconds(joined_ns - join_start)}});
-      ledger_.Enter(Phase::kRestart, joined_ns);
+      // Spawning the first generation is start-up; spawning any later one is part of a restart.
+      ledger_.Enter(after_gen < 0 ? Phase::kStartup : Phase::kRestart, joined_ns);
       StartPrefetch(a);
       Status spawned = Spawn(a);
       if (!spawned.ok()) {

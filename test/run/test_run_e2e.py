@@ -142,6 +142,10 @@ def baseline(work):
     rc, run_dir = titan_run(tmp, "run", ["--nproc-per-node", "2"])
     assert rc == 0, open(os.path.join(run_dir, "titan.log")).read()[-3000:]
     assert_no_survivors(run_dir)
+    with open(os.path.join(run_dir, "ledger.json")) as f:
+        ledger = json.load(f)
+    # No restart, so no restart time (the first spawn used to be charged to it).
+    assert (ledger["restarts"], ledger["seconds"]["restart"]) == (0, 0.0), ledger
     return result(run_dir)
 
 
