@@ -34,6 +34,15 @@ void BindClient(py::module_& m) {
       py::arg("step"), py::arg("bytes") = 0, py::arg("tag") = "",
       "tag \"staged\": an asynchronous save returned; its checkpoint_committed event follows.");
   m.def(
+      "checkpoint_committed",
+      [](int64_t step, int64_t bytes) { return C().CheckpointCommitted(step, bytes); },
+      py::arg("step"), py::arg("bytes") = 0,
+      "The background part of a save of `step` ended (committed); titan.checkpoint sends it.");
+  m.def(
+      "checkpoint_durable",
+      [](int64_t step, int64_t bytes) { return C().CheckpointDurable(step, bytes); },
+      py::arg("step"), py::arg("bytes") = 0, "`step` was copied to durable storage.");
+  m.def(
       "mark", [](const std::string& name) { return C().Mark(name); }, py::arg("name"),
       "A named instant; the name is cut to 23 bytes.");
   m.def("heartbeat", [] { return C().Heartbeat(); });

@@ -27,7 +27,8 @@ import warnings
 from titan import _titan as _native
 
 __all__ = [
-    "init", "step", "step_begin", "step_end", "checkpoint_begin", "checkpoint_end", "mark",
+    "init", "step", "step_begin", "step_end", "checkpoint_begin", "checkpoint_end",
+    "checkpoint_committed", "checkpoint_durable", "mark",
     "heartbeat", "hello", "goodbye", "dropped", "sent", "deferred", "flush", "set_rank", "rank",
 ]
 
@@ -36,6 +37,8 @@ step_begin = _native.step_begin
 step_end = _native.step_end
 checkpoint_begin = _native.checkpoint_begin
 checkpoint_end = _native.checkpoint_end
+checkpoint_committed = _native.checkpoint_committed
+checkpoint_durable = _native.checkpoint_durable
 mark = _native.mark
 heartbeat = _native.heartbeat
 hello = _native.hello

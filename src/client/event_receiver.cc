@@ -170,7 +170,9 @@ Status EventReceiver::Bind() {
     options_.drain_interval_ns = max_dgram_qlen_ >= kMinQueueForTimedDrain ? kNsPerMs : 0;
   }
   if (max_dgram_qlen_ >= 0 && max_dgram_qlen_ < kMinQueueForTimedDrain) {
-    Log(LogLevel::kWarning, kComponent,
+    // Said at start-up only in the debug log: the first sender that reports drops (in its
+    // goodbye) gets the one warning, with this advice.
+    Log(LogLevel::kDebug, kComponent,
         "net.unix.max_dgram_qlen is {}: a burst of more than {} events (e.g. all ranks of a "
         "node ending a step together) can be dropped while the agent is not scheduled; raise it "
         "with `sysctl -w net.unix.max_dgram_qlen=512` before starting the agent, or start it as "
@@ -281,10 +283,23 @@ void EventReceiver::Drain(Batch* b) {
       event.received_ns = now_ns;
       if (event.name_repaired) names_repaired_.fetch_add(1, std::memory_order_relaxed);
       accepted_.fetch_add(1, std::memory_order_relaxed);
+      if (event.kind == wire::EventKind::kGoodbye && event.value > 0) WarnSenderDrops(event);
       options_.on_event(event);
     }
     if (n < kBatchSize) return;  // the queue is (very likely) empty; poll() will tell
   }
+}
+
+void EventReceiver::WarnSenderDrops(const wire::ParsedEvent& goodbye) {
+  if (warned_sender_drops_.exchange(true)) return;  // once per receiver
+  std::string advice =
+      max_dgram_qlen_ >= 0 && max_dgram_qlen_ < kMinQueueForTimedDrain
+          ? fmt::format(" (net.unix.max_dgram_qlen is {}: `sysctl -w net.unix.max_dgram_qlen=512`)",
+                        max_dgram_qlen_)
+          : "";
+  Log(LogLevel::kWarning, kComponent,
+      "rank {} (pid {}) dropped {} event(s) its queue could not hold{}", goodbye.rank,
+      goodbye.pid(), goodbye.value, advice);
 }
 
 void EventReceiver::Reject(wire::RejectReason reason, int32_t sender_pid, const std::byte* data,

@@ -105,6 +105,8 @@ class EventReceiver {
   void Run();
   // Reads and handles datagrams until the socket's queue is empty.
   void Drain(Batch* batch);
+  // One warning per receiver, for the first goodbye that reports dropped events.
+  void WarnSenderDrops(const wire::ParsedEvent& goodbye);
   void Reject(wire::RejectReason reason, int32_t sender_pid, const std::byte* data, size_t size);
 
   EventReceiverOptions options_;
@@ -113,6 +115,7 @@ class EventReceiver {
   uint64_t socket_inode_ = 0;
   int granted_rcvbuf_bytes_ = 0;
   int max_dgram_qlen_ = -1;
+  std::atomic<bool> warned_sender_drops_{false};
   std::thread thread_;
   std::atomic<bool> stopped_{false};
   RateLimitedLog reject_log_;

@@ -128,12 +128,14 @@ TEST(EventReceiverTest, EveryKindRoundTripsWithExactFields) {
   EXPECT_TRUE(client.StepEnd(10));
   EXPECT_TRUE(client.CheckpointBegin(11, "ckpt"));
   EXPECT_TRUE(client.CheckpointEnd(11, 123456789, "ckpt"));
+  EXPECT_TRUE(client.CheckpointCommitted(11, 4096));
+  EXPECT_TRUE(client.CheckpointDurable(11, 2048));
   EXPECT_TRUE(client.Mark("eval"));
   EXPECT_TRUE(client.Heartbeat());
   EXPECT_TRUE(client.Goodbye());
   const int64_t after_ns = WallNowNs();
-  std::vector<ParsedEvent> events = collector.WaitFor(8);
-  ASSERT_EQ(events.size(), 8u);
+  std::vector<ParsedEvent> events = collector.WaitFor(10);
+  ASSERT_EQ(events.size(), 10u);
 
   struct Want {
     EventKind kind;
@@ -147,12 +149,14 @@ TEST(EventReceiverTest, EveryKindRoundTripsWithExactFields) {
       {EventKind::kStepEnd, 10, 0, ""},
       {EventKind::kCheckpointBegin, 11, 0, "ckpt"},
       {EventKind::kCheckpointEnd, 11, 123456789, "ckpt"},
+      {EventKind::kCheckpointCommitted, 11, 4096, ""},
+      {EventKind::kCheckpointDurable, 11, 2048, ""},
       {EventKind::kMark, -1, 0, "eval"},
       {EventKind::kHeartbeat, -1, 0, ""},
       {EventKind::kGoodbye, -1, 0, ""},
   };
   int64_t previous_ns = 0;
-  for (size_t i = 0; i < 8; ++i) {
+  for (size_t i = 0; i < 10; ++i) {
     SCOPED_TRACE(i);
     EXPECT_EQ(events[i].kind, want[i].kind);
     EXPECT_EQ(events[i].step, want[i].step);
@@ -168,11 +172,11 @@ TEST(EventReceiverTest, EveryKindRoundTripsWithExactFields) {
     EXPECT_GE(events[i].received_ns, events[i].time_ns);
     previous_ns = events[i].time_ns;
   }
-  EXPECT_EQ(client.sent(), 8u);
+  EXPECT_EQ(client.sent(), 10u);
   EXPECT_EQ(client.dropped(), 0u);
   const EventReceiverStats stats = (*receiver)->Stats();
-  EXPECT_EQ(stats.datagrams, 8u);
-  EXPECT_EQ(stats.accepted, 8u);
+  EXPECT_EQ(stats.datagrams, 10u);
+  EXPECT_EQ(stats.accepted, 10u);
   EXPECT_EQ(stats.rejected_total(), 0u);
 }
 
@@ -237,6 +241,11 @@ TEST(EventReceiverTest, FullQueueDefersThenDropsInsteadOfBlocking) {
   ASSERT_EQ(steps.size(), queued + Client::kDeferCapacity + 1);
   for (size_t i = 1; i < steps.size(); ++i) EXPECT_LT(steps[i - 1], steps[i]) << i;
   EXPECT_EQ(steps.back(), 5000);
+  // The goodbye tells the receiver how many events were lost (it warns about them).
+  EXPECT_TRUE(client.Goodbye());
+  ASSERT_EQ(recv(fd, &e, sizeof(e), MSG_DONTWAIT), static_cast<ssize_t>(sizeof(e)));
+  EXPECT_EQ(e.kind, static_cast<uint16_t>(EventKind::kGoodbye));
+  EXPECT_EQ(e.value, static_cast<int64_t>(dropped));
   close(fd);
 }
 

@@ -131,7 +131,8 @@ class Client {
   bool Heartbeat() { return Send(wire::EventKind::kHeartbeat, -1, 0, {}); }
   // Also waits (at most kGoodbyeFlushNs) for deferred events to be sent: call it last.
   bool Goodbye() {
-    const bool sent_now = Send(wire::EventKind::kGoodbye, -1, 0, {});
+    // The goodbye carries the events this process lost (value), so that the receiver can say.
+    const bool sent_now = Send(wire::EventKind::kGoodbye, -1, static_cast<int64_t>(dropped()), {});
     timespec start, now, pause = {0, 200'000};
     clock_gettime(CLOCK_MONOTONIC, &start);
     while (Flush() > 0) {

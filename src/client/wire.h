@@ -30,7 +30,7 @@ enum class EventKind : uint16_t {
   kCheckpointEnd = 5,    // value = bytes written (or 0); step as in begin; name kStagedTag:
                          // an async save returned, kCheckpointCommitted follows
   kMark = 6,             // a user-named instant; name = the mark
-  kGoodbye = 7,          // the process is exiting cleanly
+  kGoodbye = 7,          // the process is exiting cleanly; value = events it dropped
   kHeartbeat = 8,        // liveness without step progress (e.g. long data loading)
   // A save's background part ended: step as in begin; value = bytes this rank wrote. Rank 0:
   // the checkpoint is committed; another rank: its data and marker are written.
