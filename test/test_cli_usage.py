@@ -19,10 +19,17 @@ USAGE_ERRORS = [
     (["gateway", "--no-such-flag"], "no-such-flag"),
     (["serve-sim", "--no-such-flag"], "no-such-flag"),
     (["ckpt", "verify"], "CKPT is required"),
+    # Were accepted and ignored (a misspelt collector), or printed a 300-digit bound.
+    (["agent", "--disable", "bogus", "--run-for", "1"],
+     "--disable 'bogus': no such collector (known: cpu, memory"),
+    (["agent", "--interval-of", "bogus=10ms", "--run-for", "1"],
+     "--interval-of 'bogus=...': no such collector"),
+    (["agent", "--run-for", "-1"], "not in range 0.000000 to 1000000000.000000"),
 ]
 
 
-@pytest.mark.parametrize("args,named", USAGE_ERRORS, ids=[a[0][0] for a in USAGE_ERRORS])
+@pytest.mark.parametrize("args,named", USAGE_ERRORS,
+                         ids=[f"{a[0][0]}-{i}" for i, a in enumerate(USAGE_ERRORS)])
 def test_usage_errors_exit_2_and_say_what(args, named):
     p = subprocess.run([TITAN, *args], capture_output=True, text=True, timeout=30)
     assert p.returncode == 2, (args, p.returncode, p.stderr)

@@ -16,6 +16,7 @@
 #include "src/base/duration.h"
 #include "src/base/log.h"
 #include "src/client/wire.h"
+#include "src/collectors/collector_registry.h"
 #include "tools/titan/commands.h"
 
 namespace titan {
@@ -118,7 +119,7 @@ int AgentCommand(int argc, char** argv) {
                  "Write a Perfetto dump of the recorder around each transient into this directory");
   app.add_flag("--live", live, "Show a live terminal view of the signals and transients");
   app.add_option("--run-for", run_for_seconds, "Exit after this many seconds (demos, tests)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0.0, 1e9));
   app.add_option("--log-level", log_level, "debug, info, warning, error")->capture_default_str();
 
   if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
@@ -143,7 +144,30 @@ int AgentCommand(int argc, char** argv) {
     }
     options.intervals[item.substr(0, eq)] = ns;
   }
+  // Collector names are checked here: a misspelt one was silently ignored.
+  std::string known;
+  for (const CollectorInfo& info : AllCollectors()) {
+    known += (known.empty() ? "" : ", ") + std::string(info.name);
+  }
+  auto unknown = [&](const std::string& name) {
+    for (const CollectorInfo& info : AllCollectors()) {
+      if (info.name == name) return false;
+    }
+    return true;
+  };
+  for (const std::string& name : options.disabled_collectors) {
+    if (unknown(name)) {
+      std::fprintf(stderr, "titan agent: --disable '%s': no such collector (known: %s)\n",
+                   name.c_str(), known.c_str());
+      return 2;
+    }
+  }
   for (const auto& [name, ns] : options.intervals) {
+    if (unknown(name)) {
+      std::fprintf(stderr, "titan agent: --interval-of '%s=...': no such collector (known: %s)\n",
+                   name.c_str(), known.c_str());
+      return 2;
+    }
     if (ns < 10 * kNsPerMs || ns > 10 * kNsPerSecond) {
       std::fprintf(stderr, "titan agent: interval of %s must be between 10ms and 10s\n",
                    name.c_str());
