@@ -233,6 +233,21 @@ class AgentTest : public ::testing::Test {
   testing::TempDir dir_;
 };
 
+TEST_F(AgentTest, AStepEndWithoutItsBeginIsCountedNotTimed) {
+  auto agent = Agent::Start(Options());
+  ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+  Client client(dir_.File("agent.sock"), 7);
+  client.StepEnd(-1);  // "no step" and no begin: was timed from 1970, a 1.8e9 s step
+  client.StepEnd(3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  int status = 0;
+  const std::string metrics = testing::HttpGet((*agent)->port(), "/metrics", &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_THAT(metrics, HasSubstr("titan_app_events_unmatched_total 2"));
+  EXPECT_THAT(metrics, Not(HasSubstr("titan_steps_total{rank=\"7\"} 1")));
+  EXPECT_THAT(metrics, Not(HasSubstr("titan_step_duration_seconds{rank=\"7\"}")));
+}
+
 TEST_F(AgentTest, ServesMetricsEventsRecorderAndHealth) {
   auto agent = Agent::Start(Options());
   ASSERT_TRUE(agent.ok()) << agent.status().ToString();

@@ -104,12 +104,13 @@ void StepTracker::OnEvent(const AppEvent& e) {
       s->step_begin_ns = e.time_ns;
       break;
     case wire::EventKind::kStepEnd: {
-      if (s->step_begin_step != e.step || e.time_ns < s->step_begin_ns) {
+      if (s->step_begin_ns == 0 || s->step_begin_step != e.step || e.time_ns < s->step_begin_ns) {
         if (unmatched_) unmatched_->AddCounter(e.time_ns, 1);
         break;
       }
       const int64_t duration_ns = e.time_ns - s->step_begin_ns;
       s->step_begin_step = -1;
+      s->step_begin_ns = 0;
       if (s->step_duration) s->step_duration->RecordGauge(e.time_ns, NsToSeconds(duration_ns));
       if (s->steps_total) s->steps_total->AddCounter(e.time_ns, 1);
       if (e.rank >= 0) scorer_.Observe(e.rank, e.step, duration_ns).IgnoreError();

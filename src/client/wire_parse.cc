@@ -94,6 +94,15 @@ std::string RejectDetail(RejectReason reason, std::span<const std::byte> datagra
           "time_ns {} is {:.1f} s ahead of the receiver's clock (limit {} s); "
           "check the sender's clock",
           event.time_ns, NsToSeconds(event.time_ns - now_ns), kMaxFutureSkewNs / kNsPerSecond);
+    case RejectReason::kPastTime:
+      return fmt::format(
+          "time_ns {} is {:.0f} s behind the receiver's clock (limit {} s); check the sender's "
+          "clock",
+          event.time_ns, NsToSeconds(now_ns - event.time_ns), kMaxPastSkewNs / kNsPerSecond);
+    case RejectReason::kBadStep:
+      return fmt::format("step {} is below -1", event.step);
+    case RejectReason::kBadValue:
+      return fmt::format("value {} is not in [0, {}]", event.value, kMaxEventValue);
   }
   return "unknown reason";
 }
@@ -120,6 +129,12 @@ std::string_view RejectReasonName(RejectReason reason) {
       return "bad_time";
     case RejectReason::kFutureTime:
       return "future_time";
+    case RejectReason::kPastTime:
+      return "past_time";
+    case RejectReason::kBadStep:
+      return "bad_step";
+    case RejectReason::kBadValue:
+      return "bad_value";
   }
   return "unknown";
 }
@@ -169,6 +184,9 @@ std::optional<RejectReason> Check(std::span<const std::byte> datagram, int64_t n
                                 ? std::numeric_limits<int64_t>::max()
                                 : now_ns + kMaxFutureSkewNs;
   if (event->time_ns > latest_ns) return RejectReason::kFutureTime;
+  if (now_ns - kMaxPastSkewNs > event->time_ns) return RejectReason::kPastTime;
+  if (event->step < -1) return RejectReason::kBadStep;
+  if (event->value < 0 || event->value > kMaxEventValue) return RejectReason::kBadValue;
   return std::nullopt;
 }
 }  // namespace

@@ -4,7 +4,10 @@
 //
 // Checks, in order: size exactly sizeof(wire::Event) (64), magic, version, kind in
 // [1, kMaxKind], name NUL-terminated within its 24 bytes, rank >= -1, time_ns > 0 and not more
-// than kMaxFutureSkewNs ahead of the receiver's clock. Names are repaired, not rejected:
+// than kMaxFutureSkewNs ahead of the receiver's clock; then plausibility: time_ns not more than
+// kMaxPastSkewNs behind it (a 1970 timestamp made 57-year steps), step >= -1, value in
+// [0, kMaxEventValue] (bytes or counts; INT64_MAX bytes broke the byte counters). Names are
+// repaired, not rejected:
 // control bytes (< 0x20, 0x7f) and bytes that are not part of valid UTF-8 become '?', and the
 // event says so (name_repaired).
 //
@@ -33,8 +36,11 @@ enum class RejectReason : uint8_t {
   kBadRank,            // rank < -1
   kBadTime,            // time_ns <= 0
   kFutureTime,         // time_ns more than kMaxFutureSkewNs after the receiver's clock
+  kPastTime,           // time_ns more than kMaxPastSkewNs before the receiver's clock
+  kBadStep,            // step < -1
+  kBadValue,           // value < 0 or > kMaxEventValue
 };
-inline constexpr size_t kRejectReasonCount = 9;
+inline constexpr size_t kRejectReasonCount = 12;
 
 // A stable snake_case name per reason, for metric labels and logs ("too_short", ...).
 std::string_view RejectReasonName(RejectReason reason);
@@ -43,6 +49,8 @@ std::string_view EventKindName(EventKind kind);
 
 // Events stamped further in the sender's future than this are rejected (clock garbage).
 inline constexpr int64_t kMaxFutureSkewNs = int64_t{24} * 3600 * 1'000'000'000;
+inline constexpr int64_t kMaxPastSkewNs = int64_t{24} * 3600 * 1'000'000'000;
+inline constexpr int64_t kMaxEventValue = int64_t{1} << 50;  // 1 PiB
 
 // A validated event. Plain value, no heap.
 struct ParsedEvent {

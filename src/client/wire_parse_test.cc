@@ -97,6 +97,31 @@ TEST(WireParseTest, EachBadFieldHasItsOwnReason) {
   EXPECT_EQ(Reason(e), RejectReason::kFutureTime);
 }
 
+TEST(WireParseTest, ImplausibleValuesAreRejectedNotRecorded) {
+  // Each of these was accepted and became data: a 57-year step, 9.2e18 checkpoint bytes.
+  Event e = Valid();
+  e.time_ns = 1;  // 1970
+  EXPECT_EQ(Reason(e), RejectReason::kPastTime);
+  e.time_ns = kNow - kMaxPastSkewNs;
+  EXPECT_EQ(Reason(e), std::nullopt);
+  e = Valid();
+  e.step = -2;
+  EXPECT_EQ(Reason(e), RejectReason::kBadStep);
+  e.step = -1;  // "no step"
+  EXPECT_EQ(Reason(e), std::nullopt);
+  e = Valid();
+  e.value = INT64_MAX;
+  EXPECT_EQ(Reason(e), RejectReason::kBadValue);
+  e.value = -1;
+  EXPECT_EQ(Reason(e), RejectReason::kBadValue);
+  e.value = kMaxEventValue;
+  EXPECT_EQ(Reason(e), std::nullopt);
+  e.value = INT64_MAX;
+  Result<ParsedEvent> parsed = ParseEventDatagram(Bytes(e), kNow);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("bad_value"), std::string_view::npos);
+}
+
 TEST(WireParseTest, ErrorMessageNamesReasonAndValue) {
   Event e = Valid();
   e.version = 9;
