@@ -21,9 +21,9 @@ USAGE_ERRORS = [
     (["ckpt", "verify"], "CKPT is required"),
     # Were accepted and ignored (a misspelt collector), or printed a 300-digit bound.
     (["agent", "--disable", "bogus", "--run-for", "1"],
-     "--disable 'bogus': no such collector (known: cpu, memory"),
+     "--disable 'bogus': no collector named 'bogus'; known: cpu, memory"),
     (["agent", "--interval-of", "bogus=10ms", "--run-for", "1"],
-     "--interval-of 'bogus=...': no such collector"),
+     "--interval-of 'bogus=...': no collector named 'bogus'"),
     (["agent", "--run-for", "-1"], "not in range 0.000000 to 1000000000.000000"),
 ]
 

@@ -145,27 +145,17 @@ int AgentCommand(int argc, char** argv) {
     options.intervals[item.substr(0, eq)] = ns;
   }
   // Collector names are checked here: a misspelt one was silently ignored.
-  std::string known;
-  for (const CollectorInfo& info : AllCollectors()) {
-    known += (known.empty() ? "" : ", ") + std::string(info.name);
-  }
-  auto unknown = [&](const std::string& name) {
-    for (const CollectorInfo& info : AllCollectors()) {
-      if (info.name == name) return false;
-    }
-    return true;
-  };
   for (const std::string& name : options.disabled_collectors) {
-    if (unknown(name)) {
-      std::fprintf(stderr, "titan agent: --disable '%s': no such collector (known: %s)\n",
-                   name.c_str(), known.c_str());
+    if (auto found = FindCollector(name); !found.ok()) {
+      std::fprintf(stderr, "titan agent: --disable '%s': %s\n", name.c_str(),
+                   std::string(found.status().message()).c_str());
       return 2;
     }
   }
   for (const auto& [name, ns] : options.intervals) {
-    if (unknown(name)) {
-      std::fprintf(stderr, "titan agent: --interval-of '%s=...': no such collector (known: %s)\n",
-                   name.c_str(), known.c_str());
+    if (auto found = FindCollector(name); !found.ok()) {
+      std::fprintf(stderr, "titan agent: --interval-of '%s=...': %s\n", name.c_str(),
+                   std::string(found.status().message()).c_str());
       return 2;
     }
     if (ns < 10 * kNsPerMs || ns > 10 * kNsPerSecond) {

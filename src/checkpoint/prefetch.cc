@@ -38,11 +38,12 @@ Result<std::unique_ptr<CheckpointPrefetch>> CheckpointPrefetch::Start(const std:
     Log(LogLevel::kDebug, "checkpoint", "{}: could not describe the holder: errno {}", lock_path,
         errno);
   }
-  return std::unique_ptr<CheckpointPrefetch>(new CheckpointPrefetch(local_dir, durable, fd));
+  return std::unique_ptr<CheckpointPrefetch>(new CheckpointPrefetch(std::move(local), durable, fd));
 }
 
-CheckpointPrefetch::CheckpointPrefetch(std::string local_dir, std::string durable, int lock_fd)
-    : local_dir_(std::move(local_dir)),
+CheckpointPrefetch::CheckpointPrefetch(std::shared_ptr<Storage> local, std::string durable,
+                                       int lock_fd)
+    : local_(std::move(local)),
       durable_(std::move(durable)),
       lock_fd_(lock_fd),
       start_ns_(MonoNowNs()) {
@@ -65,16 +66,16 @@ const Result<PrefetchOutcome>& CheckpointPrefetch::outcome() const {
 
 Result<PrefetchOutcome> CheckpointPrefetch::Run() {
   PrefetchOutcome out;
-  TITAN_ASSIGN_OR_RETURN(std::shared_ptr<Storage> local, OpenPosixStorage(local_dir_));
+  Storage& local = *local_;
   TITAN_ASSIGN_OR_RETURN(std::shared_ptr<Storage> store, OpenStorage(durable_, false));
-  TITAN_ASSIGN_OR_RETURN(out.local_step, LatestStep(*local));
+  TITAN_ASSIGN_OR_RETURN(out.local_step, LatestStep(local));
   TITAN_ASSIGN_OR_RETURN(out.durable_step, LatestStep(*store));
   if (out.durable_step && (!out.local_step || *out.local_step < *out.durable_step)) {
     int64_t step = *out.durable_step;
     CopyOptions options;
     options.cancelled = [this] { return cancel_.load(std::memory_order_relaxed); };
     options.cache_destination = true;  // the workers read it next
-    Result<CopyReport> copy = CopyCheckpoint(*store, step, *local, options);
+    Result<CopyReport> copy = CopyCheckpoint(*store, step, local, options);
     if (!copy.ok()) {
       return copy.status().WithContext(
           fmt::format("prefetching step {} from {}", step, store->Describe("")));
@@ -82,7 +83,7 @@ Result<PrefetchOutcome> CheckpointPrefetch::Run() {
     out.copy = *copy;
     out.copied = true;
     TITAN_RETURN_IF_ERROR(
-        WriteDurableMarker(*local, step, *store, copy->copied_bytes, MonoNowNs() - start_ns_));
+        WriteDurableMarker(local, step, *store, copy->copied_bytes, MonoNowNs() - start_ns_));
   }
   out.elapsed_ns = MonoNowNs() - start_ns_;
   return out;

@@ -59,14 +59,12 @@ class CheckpointPrefetch {
   // Once done(): what was found and copied, or why it failed (the durable root's or the local
   // root's error, with the step being fetched).
   const Result<PrefetchOutcome>& outcome() const;
-  const std::string& local_dir() const { return local_dir_; }
-  const std::string& durable() const { return durable_; }
 
  private:
-  CheckpointPrefetch(std::string local_dir, std::string durable, int lock_fd);
+  CheckpointPrefetch(std::shared_ptr<Storage> local, std::string durable, int lock_fd);
   Result<PrefetchOutcome> Run();
 
-  const std::string local_dir_;
+  const std::shared_ptr<Storage> local_;  // opened (and created) by Start
   const std::string durable_;
   const int lock_fd_;  // held (LOCK_EX) until the copy ends
   const int64_t start_ns_;

@@ -40,13 +40,18 @@ constexpr CollectorInfo kCollectors[] = {
 
 std::span<const CollectorInfo> AllCollectors() { return kCollectors; }
 
-Result<std::unique_ptr<Collector>> MakeCollector(std::string_view name) {
+Result<const CollectorInfo*> FindCollector(std::string_view name) {
   std::string known;
   for (const CollectorInfo& info : kCollectors) {
-    if (info.name == name) return info.make();
+    if (info.name == name) return &info;
     known += (known.empty() ? "" : ", ") + std::string(info.name);
   }
   return NotFoundError("no collector named '" + std::string(name) + "'; known: " + known);
+}
+
+Result<std::unique_ptr<Collector>> MakeCollector(std::string_view name) {
+  TITAN_ASSIGN_OR_RETURN(const CollectorInfo* info, FindCollector(name));
+  return info->make();
 }
 
 }  // namespace titan

@@ -26,6 +26,9 @@ struct CollectorInfo {
 // Every collector, in a stable order.
 std::span<const CollectorInfo> AllCollectors();
 
+// The collector called `name`; NOT_FOUND listing the known names otherwise.
+Result<const CollectorInfo*> FindCollector(std::string_view name);
+
 // Builds the collector called `name`; NOT_FOUND listing the known names otherwise.
 Result<std::unique_ptr<Collector>> MakeCollector(std::string_view name);
 
