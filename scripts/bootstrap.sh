@@ -22,6 +22,11 @@ PACKAGES=(
   rclone
   # titan report's tests open the pages in a real browser and look at the screenshots
   chromium-headless-shell python3-pil
+  # titan run under a real Slurm (test/cluster: munged, slurmctld, three slurmd on loopback)
+  slurmctld slurmd slurm-client munge
+  # titan k8s: Debian's kubectl drives the API stand-in; generated manifests are validated
+  # against the LLMJob CRD's openAPIV3 schema
+  kubernetes-client python3-jsonschema
   # titan run: native stacks of hung workers (eu-stack)
   elfutils
   # llama.cpp's llama-server for serving tests (scripts/llama_server.sh); npm only where no npm
