@@ -3,17 +3,9 @@
 # 8-rank set built from a real rank (bench/trace_make_set.py), in the same run.
 # usage: bench/trace_bench.sh [BUILD_DIR]   (needs titan_trace_cli built in BUILD_DIR)
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-BUILD="${1:-$ROOT/build/release}"
+source "$(dirname "$0")/trace_set.sh"
 CLI="$BUILD/src/trace/titan_trace_cli"
-SRC="$ROOT/../shared/data/traces/hta_df_index_resolver_v100_ddp/df_index_resolver.json.gz"
-SET=/tmp/titan_trace_bench_set
 [[ -x "$CLI" ]] || { echo "build titan_trace_cli first: cmake --build $BUILD --target titan_trace_cli" >&2; exit 1; }
-[[ -f "$SRC" ]] || { echo "real trace not found: $SRC" >&2; exit 1; }
-if [[ ! -f "$SET/rank7.json.gz" ]]; then
-  echo "building the 8-rank set in $SET (once)..." >&2
-  /usr/bin/python3 "$ROOT/bench/trace_make_set.py" "$SRC" "$SET" --ranks 8 --late-rank 5 --late-us 2000
-fi
 FILES=("$SET"/rank*.json.gz)
 RAW=$(for f in "${FILES[@]}"; do gzip -dc "$f" | wc -c; done | awk '{s+=$1} END {print s}')
 GZ=$(du -cb "${FILES[@]}" | tail -1 | cut -f1)

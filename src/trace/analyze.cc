@@ -47,6 +47,14 @@ Result<std::vector<std::string>> ExpandTracePaths(const std::vector<std::string>
 
 AnalysisResult AnalyzeTraces(const std::vector<std::string>& files, const AnalyzeOptions& options) {
   auto start = std::chrono::steady_clock::now();
+  AnalysisResult result = AnalyzeRanks(files, options);
+  result.cross = AnalyseAcrossRanks(result.ranks, options.top_collectives);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+AnalysisResult AnalyzeRanks(const std::vector<std::string>& files, const AnalyzeOptions& options) {
+  auto start = std::chrono::steady_clock::now();
   struct Slot {
     std::optional<RankSummary> summary;
     std::optional<HtaRankResult> hta;
@@ -98,7 +106,6 @@ AnalysisResult AnalyzeTraces(const std::vector<std::string>& files, const Analyz
             [](const RankSummary& a, const RankSummary& b) { return a.rank < b.rank; });
   std::sort(result.hta.begin(), result.hta.end(),
             [](const HtaRankResult& a, const HtaRankResult& b) { return a.rank < b.rank; });
-  result.cross = AnalyseAcrossRanks(result.ranks, options.top_collectives);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -39,4 +39,9 @@ Result<std::vector<std::string>> ExpandTracePaths(const std::vector<std::string>
 
 AnalysisResult AnalyzeTraces(const std::vector<std::string>& files, const AnalyzeOptions& options);
 
+// The per-rank half of AnalyzeTraces: `ranks`, `hta`, `errors` and `input_bytes` exactly as
+// AnalyzeTraces fills them; `cross` is left empty. AnalyzeTraces is AnalyzeRanks followed by
+// AnalyseAcrossRanks(ranks, options.top_collectives); `titan trace summarize` stops after it.
+AnalysisResult AnalyzeRanks(const std::vector<std::string>& files, const AnalyzeOptions& options);
+
 }  // namespace titan::trace

@@ -113,6 +113,7 @@ void Verdict(RankSummary* s) {
 RankSummary SummariseRank(const RankTrace& t, const SummaryOptions& options) {
   RankSummary s;
   s.rank = t.rank;
+  s.world_size = t.world_size;
   s.path = t.path;
   s.format = t.format;
   s.wall_clock = t.wall_clock;

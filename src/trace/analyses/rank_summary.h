@@ -63,6 +63,7 @@ struct Distribution {
 
 struct RankSummary {
   int rank = -1;
+  int world_size = -1;  // distributedInfo.world_size; -1 when the trace does not say
   std::string path;
   TraceFormat format = TraceFormat::kKineto;
   bool has_gpu = false;
