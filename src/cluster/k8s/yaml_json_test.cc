@@ -1,0 +1,60 @@
+#include "src/cluster/k8s/yaml_json.h"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+namespace titan::k8s {
+namespace {
+
+using nlohmann::json;
+
+TEST(YamlJsonTest, PlainScalarsReadAsTheirTypesQuotedOnesStayStrings) {
+  auto docs = YamlToJson("a: 1\nb: '1'\nc: true\nd: ~\ne: 2.5\nf: 300s\ng: [x, \"y\"]\n", "t.yaml");
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  ASSERT_EQ(docs->size(), 1u);
+  EXPECT_EQ((*docs)[0], json::parse(R"({"a":1,"b":"1","c":true,"d":null,"e":2.5,"f":"300s",
+                                        "g":["x","y"]})"));
+}
+
+TEST(YamlJsonTest, MultipleDocumentsAndEmptyOnesSkipped) {
+  auto docs = YamlToJson("---\na: 1\n---\n---\nb: 2\n", "t.yaml");
+  ASSERT_TRUE(docs.ok());
+  EXPECT_EQ(docs->size(), 2u);
+}
+
+TEST(YamlJsonTest, SyntaxErrorNamesFileAndLine) {
+  auto docs = YamlToJson("a: 1\nb: [unclosed\n", "bad.yaml");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_NE(docs.status().message().find("bad.yaml: line"), std::string_view::npos)
+      << docs.status().message();
+}
+
+TEST(YamlJsonTest, DeepNestingAndAliasBombsAreRefused) {
+  std::string deep(500, '[');
+  EXPECT_FALSE(YamlToJson(deep + std::string(500, ']'), "deep").ok());
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  char prev = 'a';
+  for (char c = 'b'; c <= 'k'; ++c, ++prev) {
+    bomb += fmt::format("{}: &{} [*{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}]\n", c, c, prev,
+                        prev, prev, prev, prev, prev, prev, prev, prev, prev);
+  }
+  auto docs = YamlToJson(bomb, "bomb.yaml");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_NE(docs.status().message().find("YAML nodes"), std::string_view::npos);
+}
+
+TEST(YamlJsonTest, EmittedYamlReadsBackToTheSameJson) {
+  json doc = json::parse(R"j({"s":"1","t":"yes","u":"on","v":"","w":"-x","n":3,"b":false,
+    "z":null,"l":[{"k":"v"},"--nnodes","$(POD_NAME)"],"nested":{"nvidia.com/gpu":1}})j");
+  std::string yaml = JsonToYaml({doc, json{{"second", 2}}});
+  auto back = YamlToJson(yaml, "emitted");
+  ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << yaml;
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_EQ((*back)[0], doc) << yaml;
+  EXPECT_EQ((*back)[1], (json{{"second", 2}}));
+  EXPECT_NE(yaml.find("---\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace titan::k8s
