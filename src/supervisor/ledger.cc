@@ -123,6 +123,8 @@ nlohmann::json GoodputLedger::ToJson(int64_t now_ns) const {
   j["last_step"] = last_step_;
   j["last_checkpoint_step"] = last_checkpoint_step_;
   j["last_durable_step"] = last_durable_step_;
+  j["isolation_actions"] = {
+      {"succeeded", isolations_[0]}, {"failed", isolations_[1]}, {"dry_run", isolations_[2]}};
   return j;
 }
 
@@ -164,6 +166,13 @@ std::string GoodputLedger::ToPrometheus(int64_t now_ns) const {
   out += "# HELP titan_run_last_durable_step Step of the last checkpoint copied to the mirror.\n";
   out += "# TYPE titan_run_last_durable_step gauge\n";
   out += fmt::format("titan_run_last_durable_step {}\n", last_durable_step_);
+  out += "# HELP titan_run_isolation_actions_total Isolation actions (--on-isolate) by result.\n";
+  out += "# TYPE titan_run_isolation_actions_total counter\n";
+  const char* results[] = {"succeeded", "failed", "dry_run"};
+  for (int i = 0; i < 3; ++i) {
+    out += fmt::format("titan_run_isolation_actions_total{{result=\"{}\"}} {}\n", results[i],
+                       isolations_[i]);
+  }
   return out;
 }
 

@@ -61,6 +61,9 @@ class GoodputLedger {
   // from productive to detection and the unsaved work to lost; enters kRestart.
   void OnFailure(int64_t failure_ns, int64_t now_ns);
   void OnRestart() { ++restarts_; }
+  // An isolation action (titan run --on-isolate) ended: counted by result, not timed (it runs
+  // beside recovery, not in its way).
+  void OnIsolation(bool ok, bool dry_run) { ++isolations_[dry_run ? 2 : ok ? 0 : 1]; }
   // Closes the ledger.
   void Finish(int64_t now_ns);
 
@@ -94,6 +97,7 @@ class GoodputLedger {
   int64_t last_step_ = -1;
   int64_t steps_ = 0;
   int restarts_ = 0;
+  std::array<int64_t, 3> isolations_{};  // succeeded, failed, dry run
   bool finished_ = false;
   int64_t finish_ns_ = 0;
 };

@@ -6,8 +6,8 @@
 // PyTorch process. ptrace needs root, CAP_SYS_PTRACE, or kernel.yama.ptrace_scope 0; elsewhere
 // the result says why there is no stack. The tool is killed after `timeout_ns` (a thread in
 // uninterruptible sleep cannot be stopped), and its output is cut at `max_bytes`.
-// Thread safety: reentrant. Forks a child and reaps it with waitpid(pid): a caller that reaps
-// with waitpid(-1) must not do so concurrently on another thread.
+// Thread safety: reentrant; runs the tool through RunBoundedCommand (base/bounded_command.h), so
+// a caller that reaps every child with waitpid(-1) does not lose its result.
 #pragma once
 
 #include <sys/types.h>

@@ -43,13 +43,23 @@ constexpr int64_t kWaitReportNs = 5 * kNsPerSecond;  // how often Join says what
 
 using nlohmann::json;
 
-class LocalRendezvous final : public Rendezvous {
+// A fixed membership: one node (no etcd), or the nodes a scheduler placed the job on (Slurm's
+// node list, no etcd). One node restarts in place as often as the budget allows; several nodes
+// cannot agree on a restart without etcd, so a failure ends the job there.
+class StaticRendezvous final : public Rendezvous {
  public:
-  LocalRendezvous(std::string master_addr, int nproc)
-      : master_addr_(std::move(master_addr)), nproc_(nproc) {}
+  explicit StaticRendezvous(StaticPlan plan) : plan_(std::move(plan)) {}
 
   Result<Assignment> Join(int64_t after_generation, int64_t excluded_until_mono_ns,
                           const std::function<bool()>& stop) override {
+    const int nnodes = static_cast<int>(plan_.members.size());
+    if (nnodes > 1 && after_generation >= 0) {
+      return FailedPreconditionError(fmt::format(
+          "the {} nodes of this job met without etcd (a plan from the scheduler's node list), "
+          "so they cannot agree on a restart in place: the job ends here (give --etcd for "
+          "in-place recovery and isolation, or let the scheduler requeue the job)",
+          nnodes));
+    }
     if (MonoNowNs() < excluded_until_mono_ns) {
       return FailedPreconditionError(
           "the only node is excluded after repeated failures and no other node can continue "
@@ -58,10 +68,14 @@ class LocalRendezvous final : public Rendezvous {
     Assignment a;
     a.generation = std::max(after_generation + 1, generation_);
     generation_ = a.generation;
-    a.master_addr = master_addr_;
-    a.master_port = PickFreePort();
-    a.members = {"local"};
-    a.world_size = nproc_;
+    a.master_addr = plan_.master_addr;
+    a.master_port = plan_.master_port > 0 ? plan_.master_port : PickFreePort();
+    a.members = plan_.members;
+    a.member_hosts = plan_.members;
+    a.group_rank = plan_.index;
+    a.nnodes = nnodes;
+    a.rank_offset = plan_.index * plan_.nproc;
+    a.world_size = nnodes * plan_.nproc;
     a.reason = reason_;
     return a;
   }
@@ -72,6 +86,7 @@ class LocalRendezvous final : public Rendezvous {
   }
   Result<Health> Poll(const Assignment&) override { return Health{}; }
   Status MarkDone(const Assignment&) override { return OkStatus(); }
+  // The scheduler waits for every node's titan run; each ends when its own workers did.
   Result<bool> AllDone(const Assignment&) override { return true; }
   Status PublishStats(const Assignment&, const std::map<int, double>&) override {
     return OkStatus();
@@ -83,8 +98,7 @@ class LocalRendezvous final : public Rendezvous {
   void Abandon() override {}
 
  private:
-  std::string master_addr_;
-  int nproc_;
+  StaticPlan plan_;
   int64_t generation_ = 0;
   nlohmann::json reason_ = {{"reason", "start"}};
 };
@@ -170,6 +184,7 @@ class EtcdRendezvous final : public Rendezvous {
         if (joined_gen != gen) {
           nlohmann::json me = {{"id", o_.self.id},
                                {"addr", o_.self.addr},
+                               {"host", o_.self.host},
                                {"nproc", o_.self.nproc},
                                {"port", PickFreePort()}};
           TITAN_RETURN_IF_ERROR(etcd_.Put(rdzv + "join/" + o_.self.id, me.dump(), lease_));
@@ -344,6 +359,9 @@ class EtcdRendezvous final : public Rendezvous {
         a.rank_offset = offset;
       }
       a.members.push_back(id);
+      a.member_hosts.push_back(m.contains("host") && m["host"].is_string()
+                                   ? m["host"].get<std::string>()
+                                   : std::string());
       offset += m["nproc"].get<int>();
     }
     if (a.group_rank < 0) return NotFoundError("not a member");
@@ -393,7 +411,11 @@ class EtcdRendezvous final : public Rendezvous {
 }  // namespace
 
 std::unique_ptr<Rendezvous> MakeLocalRendezvous(std::string master_addr, int nproc) {
-  return std::make_unique<LocalRendezvous>(std::move(master_addr), nproc);
+  return MakeStaticRendezvous(StaticPlan{{"local"}, 0, std::move(master_addr), 0, nproc});
+}
+
+std::unique_ptr<Rendezvous> MakeStaticRendezvous(StaticPlan plan) {
+  return std::make_unique<StaticRendezvous>(std::move(plan));
 }
 
 Result<std::unique_ptr<Rendezvous>> MakeEtcdRendezvous(const EtcdRendezvousOptions& options) {

@@ -38,6 +38,7 @@ struct NodeInfo {
   std::string id;    // unique per node (default hostname-pid)
   std::string addr;  // reachable address of this node (MASTER_ADDR when it is group rank 0)
   int nproc = 1;     // workers on this node
+  std::string host;  // the scheduler's name of the node (isolation actions); may be empty
 };
 
 struct Assignment {
@@ -48,9 +49,10 @@ struct Assignment {
   int rank_offset = 0;  // global rank of this node's local rank 0
   std::string master_addr;
   int master_port = 0;
-  std::vector<std::string> members;  // node ids in group-rank order
-  nlohmann::json reason;             // why this generation started (the gen record)
-  bool job_done = false;             // the job finished while waiting: exit successfully
+  std::vector<std::string> members;       // node ids in group-rank order
+  std::vector<std::string> member_hosts;  // their scheduler names (NodeInfo::host), same order
+  nlohmann::json reason;                  // why this generation started (the gen record)
+  bool job_done = false;                  // the job finished while waiting: exit successfully
 };
 
 struct Health {
@@ -90,6 +92,19 @@ int PickFreePort();
 
 // One node running `nproc` workers.
 std::unique_ptr<Rendezvous> MakeLocalRendezvous(std::string master_addr, int nproc);
+
+// Membership fixed in advance (Slurm's node list, without etcd): this node is members[index],
+// every node runs `nproc` workers, the master is members[0] at master_addr:master_port (0: a
+// free port, for one node only). Generation 0 only when there are several nodes: Join after a
+// failure returns FAILED_PRECONDITION saying why the job cannot restart in place.
+struct StaticPlan {
+  std::vector<std::string> members;
+  int index = 0;
+  std::string master_addr;
+  int master_port = 0;
+  int nproc = 1;
+};
+std::unique_ptr<Rendezvous> MakeStaticRendezvous(StaticPlan plan);
 
 struct EtcdRendezvousOptions {
   std::string endpoint;  // http://host:port

@@ -9,8 +9,11 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "src/base/clock.h"
 #include "src/base/command_line.h"
+#include "src/base/duration.h"
 #include "src/base/text.h"
+#include "src/cluster/slurm.h"
 #include "src/supervisor/supervisor.h"
 
 namespace titan {
@@ -34,6 +37,38 @@ bool ParseNodes(const std::string& text, int* min_nodes, int* max_nodes) {
   *min_nodes = static_cast<int>(lo);
   *max_nodes = static_cast<int>(hi);
   return true;
+}
+
+// Several nodes under Slurm without etcd: the membership is Slurm's node list, the master its
+// first node (NodeAddr from scontrol, or MASTER_ADDR), the port MASTER_PORT or 20000 + the job
+// id mod 10000, so that every node computes the same.
+Result<supervisor::StaticPlan> SlurmPlan(const cluster::SlurmEnv& env) {
+  if (env.node_index < 0) {
+    return InvalidArgumentError(
+        "inside a Slurm job of several nodes without --etcd, titan run needs SLURM_NODEID: run it "
+        "with srun --ntasks-per-node=1");
+  }
+  supervisor::StaticPlan plan;
+  plan.members = env.nodes;
+  plan.index = env.node_index;
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') {
+    plan.master_addr = addr;
+  } else {
+    auto first = cluster::QuerySlurmNode(env.nodes[0], 10 * kNsPerSecond);
+    plan.master_addr = first.ok() && !first->addr.empty() ? first->addr : env.nodes[0];
+  }
+  int64_t port = 0;
+  if (const char* p = std::getenv("MASTER_PORT"); p != nullptr && *p != '\0') {
+    if (!ParseInt64(p, &port) || port < 1 || port > 65535) {
+      return InvalidArgumentError(fmt::format("MASTER_PORT='{}' is not a port", p));
+    }
+  } else {
+    int64_t job = 0;
+    ParseInt64(env.job_id, &job);
+    port = 20000 + job % 10000;
+  }
+  plan.master_port = static_cast<int>(port);
+  return plan;
 }
 
 }  // namespace
@@ -66,6 +101,8 @@ int RunCommand(int argc, char** argv) {
   std::string straggler_action = "report";
   bool standalone = false;
   std::string rdzv_backend;
+  std::vector<std::string> on_isolate;
+  std::string isolate_timeout = "30s", slurm_watch = "5s";
   app.add_option("--nproc-per-node,--nproc_per_node", o.nproc_per_node, "workers on this node")
       ->check(CLI::Range(1, 1024));
   app.add_option("--nnodes", nnodes, "nodes: N or MIN:MAX (elastic)");
@@ -132,6 +169,21 @@ int RunCommand(int argc, char** argv) {
       ->check(CLI::Range(1.0, 1e7));
   app.add_option("--cooldown", cooldown_s, "seconds an excluded node sits out")
       ->check(CLI::Range(0.0, 1e7));
+  app.add_option("--on-isolate", on_isolate,
+                 "when a node is taken out of the job (excluded or lost), also: slurm-drain "
+                 "(scontrol ... State=DRAIN), k8s-cordon (titan k8s cordon: cordon + taint), or "
+                 "exec:CMD with {node} {rank} {reason} {job} (repeatable; run in order, in the "
+                 "background, each an 'isolate' event; a failing action never stops recovery)");
+  app.add_flag("--isolate-dry-run", o.isolate_dry_run,
+               "log the --on-isolate commands that would run; run none");
+  app.add_option("--isolate-timeout", isolate_timeout,
+                 "bound on each --on-isolate action (duration: 30s, 500ms, or seconds)");
+  app.add_option("--scheduler-node", o.scheduler_node,
+                 "this node's name for the scheduler, {node} in --on-isolate (default "
+                 "SLURMD_NODENAME, else NODE_NAME, else the hostname)");
+  app.add_option("--slurm-watch", slurm_watch,
+                 "under Slurm: how often to ask scontrol for this node's state; a node Slurm "
+                 "marks DOWN or NOT_RESPONDING leaves the job like a lost node (0: off)");
   app.add_option("--inject", injections, "fault injection, e.g. crash@rank=1,step=50 (repeatable)");
   app.add_option("--seed", o.seed, "seed of drawn injection targets");
   app.add_option("--lease-ttl", o.lease_ttl_seconds, "etcd lease TTL in seconds (lost-node bound)")
@@ -170,18 +222,49 @@ int RunCommand(int argc, char** argv) {
     }
     o.injections.push_back(*inj);
   }
-  // Slurm: one task per node runs titan run; the job and node names come from its environment.
-  if (const char* slurm_job = std::getenv("SLURM_JOB_ID");
-      slurm_job && app.count("--job-id") == 0) {
-    o.job_id = fmt::format("slurm-{}", slurm_job);
+  char exe[4096];
+  const ssize_t exe_len = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  const std::string self = exe_len > 0 ? std::string(exe, static_cast<size_t>(exe_len)) : "titan";
+  for (const std::string& spec : on_isolate) {
+    auto action = cluster::ParseIsolationAction(spec, self);
+    if (!action.ok()) {
+      std::fprintf(stderr, "titan run: %s\n", std::string(action.status().message()).c_str());
+      return 2;
+    }
+    o.isolate_actions.push_back(std::move(action).value());
   }
-  if (const char* n = std::getenv("SLURM_NNODES"); n && app.count("--nnodes") == 0) {
-    ParseNodes(n, &o.min_nodes, &o.max_nodes);
+  if (!ParseDurationNs(isolate_timeout, &o.isolate_timeout_ns)) {
+    std::fprintf(stderr, "titan run: --isolate-timeout '%s': expected a duration (30s, 500ms)\n",
+                 isolate_timeout.c_str());
+    return 2;
   }
-  if (const char* nodeid = std::getenv("SLURM_NODEID"); nodeid && o.node_id.empty()) {
-    char host[256] = {0};
-    ::gethostname(host, sizeof(host) - 1);
-    o.node_id = fmt::format("{}-{}", host, nodeid);
+  if (!ParseDurationOrZeroNs(slurm_watch, &o.slurm_watch_interval_ns)) {
+    std::fprintf(stderr, "titan run: --slurm-watch '%s': expected a duration (5s) or 0\n",
+                 slurm_watch.c_str());
+    return 2;
+  }
+  // Slurm: one task per node runs titan run; the job, its nodes and this node's name come from
+  // the environment srun gives it (flags still win).
+  auto slurm = cluster::ReadSlurmEnv([](const char* name) { return std::getenv(name); });
+  if (!slurm.ok()) {
+    std::fprintf(stderr, "titan run: %s\n", std::string(slurm.status().message()).c_str());
+    return 2;
+  }
+  if (slurm->has_value()) {
+    const cluster::SlurmEnv& env = **slurm;
+    o.slurm_job_id = env.job_id;
+    if (app.count("--job-id") == 0) o.job_id = "slurm-" + env.job_id;
+    if (app.count("--nnodes") == 0) o.min_nodes = o.max_nodes = static_cast<int>(env.nodes.size());
+    if (o.node_id.empty() && !env.node_name.empty()) o.node_id = env.node_name;
+    if (o.scheduler_node.empty()) o.scheduler_node = env.node_name;
+    if (o.etcd.empty() && env.nodes.size() > 1 && app.count("--nnodes") == 0) {
+      auto plan = SlurmPlan(env);
+      if (!plan.ok()) {
+        std::fprintf(stderr, "titan run: %s\n", std::string(plan.status().message()).c_str());
+        return 2;
+      }
+      o.plan = std::move(plan).value();
+    }
   }
   o.restart.backoff_base_ns = SecondsToNs(backoff_s);
   o.restart.backoff_max_ns = SecondsToNs(backoff_max_s);

@@ -30,6 +30,7 @@
 #include "src/checkpoint/prefetch.h"
 #include "src/client/event_receiver.h"
 #include "src/client/wire.h"
+#include "src/cluster/slurm.h"
 #include "src/s3/config.h"
 #include "src/supervisor/ledger.h"
 #include "src/supervisor/native_stack.h"
@@ -139,6 +140,16 @@ std::string ReadFrom(const std::string& path, int64_t offset, size_t max_bytes) 
   return out;
 }
 
+// The node's name for the scheduler: Slurm's, Kubernetes' (downward API), or the hostname.
+std::string DefaultSchedulerNode() {
+  for (const char* var : {"SLURMD_NODENAME", "NODE_NAME"}) {
+    if (const char* v = std::getenv(var); v != nullptr && *v != '\0') return v;
+  }
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
 std::string DefaultNodeId() {
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
@@ -154,7 +165,9 @@ class Supervisor {
         straggler_(o.straggler),
         failures_(o.isolation),
         budget_(o.restart),
-        injector_(o.injections, o.seed) {}
+        injector_(o.injections, o.seed),
+        isolation_(cluster::IsolationRunnerOptions{o.isolate_actions, o.isolate_timeout_ns,
+                                                   o.isolate_dry_run}) {}
 
   ~Supervisor() {
     if (http_) http_->stop();
@@ -252,6 +265,11 @@ class Supervisor {
   // ---- setup -------------------------------------------------------------------------------
   Status Setup() {
     if (o_.node_id.empty()) o_.node_id = DefaultNodeId();
+    if (o_.scheduler_node.empty()) o_.scheduler_node = DefaultSchedulerNode();
+    if (!o_.slurm_job_id.empty() && o_.slurm_watch_interval_ns > 0) {
+      slurm_watch_ = std::make_unique<cluster::SlurmNodeWatch>(
+          o_.scheduler_node, o_.slurm_watch_interval_ns, o_.isolate_timeout_ns);
+    }
     if (o_.node_addr.empty()) {
       if (o_.etcd.empty()) {
         o_.node_addr = "127.0.0.1";
@@ -293,7 +311,11 @@ class Supervisor {
     if (!receiver.ok()) return receiver.status().WithContext("starting the step-event socket");
     receiver_ = std::move(receiver).value();
 
-    if (o_.etcd.empty()) {
+    if (o_.etcd.empty() && o_.plan.has_value()) {
+      StaticPlan plan = *o_.plan;
+      plan.nproc = o_.nproc_per_node;
+      rdzv_ = MakeStaticRendezvous(std::move(plan));
+    } else if (o_.etcd.empty()) {
       if (o_.max_nodes > 1) {
         return InvalidArgumentError(
             "--nnodes > 1 needs --etcd http://HOST:PORT (or --rdzv-endpoint) so that the nodes "
@@ -304,7 +326,7 @@ class Supervisor {
       EtcdRendezvousOptions eo;
       eo.endpoint = o_.etcd;
       eo.job_id = o_.job_id;
-      eo.self = NodeInfo{o_.node_id, o_.node_addr, o_.nproc_per_node};
+      eo.self = NodeInfo{o_.node_id, o_.node_addr, o_.nproc_per_node, o_.scheduler_node};
       eo.min_nodes = o_.min_nodes;
       eo.max_nodes = o_.max_nodes;
       eo.lease_ttl_seconds = o_.lease_ttl_seconds;
@@ -530,8 +552,69 @@ class Supervisor {
         log_.Write("warning", {{"what", std::string(health.status().message())}});
       }
       ReportPrefetch();
+      ReportIsolations();
+      if (slurm_watch_) {
+        if (auto lost = slurm_watch_->LostState(); lost.has_value()) return LeaveLostNode(*lost);
+      }
       PublishMetrics(now);
     }
+  }
+
+  // ---- isolation ---------------------------------------------------------------------------
+  // Takes `host` (a scheduler node name) out through the --on-isolate actions, in the
+  // background; their outcomes come back as `isolate` events (ReportIsolations).
+  void Isolate(const std::string& host, int rank, const std::string& reason) {
+    if (!isolation_.enabled()) return;
+    if (host.empty()) {
+      log_.Write("isolate", {{"node", nullptr},
+                             {"ok", false},
+                             {"result",
+                              "not run: the node's scheduler name is unknown (it ran "
+                              "an older titan run)"}});
+      return;
+    }
+    isolation_.Submit({host, rank, reason, o_.job_id});
+  }
+
+  void ReportIsolations() {
+    for (const cluster::IsolationOutcome& o : isolation_.TakeFinished()) {
+      log_.Write("isolate", {{"node", o.target.node},
+                             {"rank", o.target.rank},
+                             {"reason", o.target.reason},
+                             {"action", o.action},
+                             {"command", o.command},
+                             {"dry_run", o.dry_run},
+                             {"ok", o.ok},
+                             {"result", o.result},
+                             {"output", o.output},
+                             {"ms", o.elapsed_ns / 1e6}});
+      ledger_.OnIsolation(o.ok, o.dry_run);
+      if (!o.ok) {
+        Log(LogLevel::kWarning, "run", "isolation action {} for node {} failed ({}): {}", o.action,
+            o.target.node, o.result, Trim(o.output));
+      }
+    }
+  }
+
+  // Slurm says this node is down or not responding (its slurmd is gone): leave the job as a
+  // lost node does, so that the others restart without it (they see its lease revoked).
+  Outcome LeaveLostNode(const cluster::SlurmNodeState& state) {
+    int64_t now = MonoNowNs();
+    log_.Write("lost", {{"nodes", {o_.node_id}},
+                        {"source", "slurm"},
+                        {"host", state.name},
+                        {"state", state.state},
+                        {"reason", state.reason},
+                        {"note", "Slurm marks this node down or not responding: leaving the job"}});
+    detect_ns_ = now;
+    ledger_.OnFailure(now, now);
+    StopWorkers();
+    rdzv_->Leave();
+    log_.Write("decision",
+               {{"action", "leave"},
+                {"reason", "node-lost"},
+                {"detail", fmt::format("Slurm state of {}: {}", state.name, state.state)}});
+    return Outcome::kFatal;
   }
 
   // ---- checkpoint prefetch -----------------------------------------------------------------
@@ -920,9 +1003,11 @@ class Supervisor {
                                               : "report (--straggler-action=report)"}});
       if (f.persistent && o_.straggler_restart && current_.nnodes > 1) {
         excluded_until_ns_ = MonoNowNs() + o_.isolation.cooldown_ns;
+        std::string why = fmt::format("persistent straggler rank {}", f.rank);
         log_.Write("exclude", {{"node", o_.node_id},
-                               {"reason", fmt::format("persistent straggler rank {}", f.rank)},
+                               {"reason", why},
                                {"cooldown_s", NsToSeconds(o_.isolation.cooldown_ns)}});
+        Isolate(o_.scheduler_node, f.rank, why);
         return Fail("straggler",
                     fmt::format("rank {} {:.2f}x slower than its peers", f.rank,
                                 f.median_ns / std::max(f.peers_median_ns, 1.0)),
@@ -963,12 +1048,14 @@ class Supervisor {
         }
       } else if (failures_.ShouldExclude(o_.node_id, now)) {
         excluded_until_ns_ = now + o_.isolation.cooldown_ns;
+        std::string why = fmt::format("{}: {} failures within {:.0f} s", kind, recent,
+                                      NsToSeconds(o_.isolation.window_ns));
         log_.Write("exclude", {{"node", o_.node_id},
                                {"failures", recent},
                                {"window_s", NsToSeconds(o_.isolation.window_ns)},
                                {"cooldown_s", NsToSeconds(o_.isolation.cooldown_ns)},
-                               {"reason", fmt::format("{} failures within {:.0f} s", recent,
-                                                      NsToSeconds(o_.isolation.window_ns))}});
+                               {"reason", why}});
+        Isolate(o_.scheduler_node, evidence.is_object() ? evidence.value("rank", -1) : -1, why);
       }
     }
     return Outcome::kRestart;
@@ -999,10 +1086,21 @@ class Supervisor {
     json reason = {{"reason", "node-lost"},
                    {"detail", fmt::format("{} lost", fmt::join(lost, ","))}};
     auto first = rdzv_->RequestRestart(current_.generation, reason);
+    const bool claimed = first.ok() && *first;
     log_.Write("decision", {{"action", "restart"},
                             {"reason", "node-lost"},
                             {"detail", reason["detail"]},
-                            {"claimed", first.ok() && *first}});
+                            {"claimed", claimed}});
+    if (claimed) {
+      for (const std::string& id : lost) {
+        for (size_t i = 0; i < current_.members.size(); ++i) {
+          if (current_.members[i] == id && i < current_.member_hosts.size()) {
+            Isolate(current_.member_hosts[i], -1,
+                    fmt::format("node {} lost (etcd lease expired)", id));
+          }
+        }
+      }
+    }
     StopWorkers();
     return Outcome::kRestart;
   }
@@ -1105,9 +1203,15 @@ class Supervisor {
     }
     ReportPrefetch();
     prefetch_.reset();  // cancels a copy in flight
-    int64_t now = MonoNowNs();
-    FlushSteps(now, /*force=*/true);
+    FlushSteps(MonoNowNs(), /*force=*/true);
     workers_.Stop(0);
+    // Isolation actions in flight are waited for (each is bounded), so their outcomes are in
+    // the log and the ledger.
+    if (!isolation_.WaitIdle(o_.isolate_timeout_ns + kNsPerSecond)) {
+      log_.Write("warning", {{"what", "isolation actions still running at exit"}});
+    }
+    ReportIsolations();
+    int64_t now = MonoNowNs();
     ledger_.Finish(now);
     next_metrics_ns_ = 0;
     PublishMetrics(now);
@@ -1155,6 +1259,9 @@ class Supervisor {
         line = fmt::format("exclude node {}: {}", e.value("node", ""), e.value("reason", ""));
       } else if (type == "lost") {
         line = fmt::format("lost node(s): {}", e["nodes"].dump());
+      } else if (type == "isolate") {
+        line = fmt::format("isolate {} ({}): {}{}", e.value("node", ""), e.value("action", ""),
+                           e.value("result", ""), e.value("ok", false) ? "" : " FAILED");
       } else if (type == "restart") {
         line = fmt::format("restarted generation {} ({:.0f} ms from detection to exec)",
                            e.value("generation", 0), e.value("detect_to_exec_ms", 0.0));
@@ -1200,6 +1307,8 @@ class Supervisor {
   int64_t stop_ns_ = 0;
   int64_t backoff_ns_ = 0;
   int64_t excluded_until_ns_ = 0;
+  cluster::IsolationRunner isolation_;
+  std::unique_ptr<cluster::SlurmNodeWatch> slurm_watch_;
   int64_t hang_deferred_until_ns_ = 0;
   int64_t checkpoint_begin_ns_ = 0;
   int64_t staged_ns_ = 0;  // when the lead rank's async save returned (0: none in flight)

@@ -9,11 +9,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "src/cluster/isolation.h"
 #include "src/supervisor/inject.h"
 #include "src/supervisor/policy.h"
+#include "src/supervisor/rendezvous.h"
 
 namespace titan::supervisor {
 
@@ -22,7 +25,10 @@ struct RunOptions {
   int nproc_per_node = 1;
   int min_nodes = 1;
   int max_nodes = 1;
-  std::string etcd;  // http://host:port; empty: single node, no etcd
+  std::string etcd;  // http://host:port; empty: single node, no etcd (or `plan`)
+  // Several nodes without etcd: membership from the scheduler (Slurm's node list); no restart
+  // in place (rendezvous.h). Its nproc is taken from nproc_per_node.
+  std::optional<StaticPlan> plan;
   std::string job_id = "default";
   std::string node_id;    // default hostname-pid
   std::string node_addr;  // default 127.0.0.1 single-node, else the hostname
@@ -46,6 +52,20 @@ struct RunOptions {
   StragglerOptions straggler;
   bool straggler_restart = false;  // --straggler-action=exclude: restart without the node
   IsolationOptions isolation;
+  // What else happens when a node is taken out of the job (excluded, or lost): scheduler
+  // actions run in the background, bounded, each an `isolate` event (cluster/isolation.h).
+  // Only the node that decides runs them: the excluded node itself, or the node whose restart
+  // request won for a lost node.
+  std::vector<cluster::IsolationAction> isolate_actions;
+  bool isolate_dry_run = false;
+  int64_t isolate_timeout_ns = 30'000'000'000;
+  // This node's name for the scheduler ({node} in the actions): under Slurm SLURMD_NODENAME;
+  // else $NODE_NAME (Kubernetes' downward API), else the hostname.
+  std::string scheduler_node;
+  // Under Slurm: poll this node's state (scontrol) every interval; a node Slurm marks DOWN or
+  // NOT_RESPONDING (its slurmd is gone) leaves the job as a lost node does. 0: off.
+  std::string slurm_job_id;
+  int64_t slurm_watch_interval_ns = 0;
   std::vector<Injection> injections;
   uint64_t seed = 0;
   int64_t lease_ttl_seconds = 5;
