@@ -12,9 +12,10 @@
 // Records are arrays of fixed position (documented in summary_file.cc next to the code that
 // writes them); a collective call is [group, seq, start delta, duration, step, elements], its
 // start relative to the previous call's start (modulo 2^64, so every int64 survives exactly).
-// Size: about 1.5 KB per rank plus ~80 bytes per step and ~35 bytes per collective call, plus the
-// top idle gaps' op names (docs/trace.md has measured sizes). Every number round-trips exactly:
-// integers as integers, doubles in shortest round-trip form, NaN as null, infinities as "inf".
+// Size: about 0.7 KB per rank, plus ~90 bytes per step, ~35 bytes per collective call and ~100
+// bytes plus the op names per kept idle gap (docs/trace.md has measured sizes). Every number
+// round-trips exactly: integers as integers, doubles in shortest round-trip form, NaN as null,
+// infinities as "inf".
 //
 // Thread safety: pure functions; the file functions touch only the named path.
 #pragma once
