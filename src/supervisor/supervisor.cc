@@ -194,7 +194,12 @@ class Supervisor {
     while (true) {
       ledger_.Enter(Phase::kIdle, MonoNowNs());
       int64_t join_start = MonoNowNs();
-      auto joined = rdzv_->Join(after_gen, excluded_until_ns_, [this] { return PendingStop(); });
+      // The wait polls `stop`: isolation outcomes are reported meanwhile too (an excluded
+      // node waits here while its drain runs).
+      auto joined = rdzv_->Join(after_gen, excluded_until_ns_, [this] {
+        ReportIsolations();
+        return PendingStop();
+      });
       if (!joined.ok()) {
         if (stop_signal_ != 0) return Preempt();
         log_.Write("decision",
