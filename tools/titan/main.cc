@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "src/cluster/k8s/k8s_command.h"
 #include "src/gateway/gateway_command.h"
 #include "src/load/load_command.h"
 #include "src/report/report.h"
@@ -32,6 +33,8 @@ constexpr Subcommand kSubcommands[] = {
      titan::gateway::GatewayCommand},
     {"report", "one self-contained HTML page with plots of titan results",
      titan::report::ReportCommand},
+    {"k8s", "Kubernetes: LLMJob CRD and manifests, node cordon, elastic controller",
+     titan::k8s::K8sCommand},
     {"serve-sim", "a simulated continuous-batching LLM server (OpenAI API, vLLM metrics, faults)",
      titan::ServeSimCommand},
 };

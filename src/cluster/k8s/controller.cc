@@ -104,7 +104,10 @@ class Informer {
       TITAN_ASSIGN_OR_RETURN(
           ListPage page,
           ParseListPage(body, fmt::format("GET {}{}", client_.endpoint().server, path)));
-      for (json& item : page.items) objects[Key(item)] = std::move(item);
+      for (json& item : page.items) {
+        std::string key = Key(item);  // before the move below
+        objects[key] = std::move(item);
+      }
       continue_token = page.continue_token;
       resource_version = page.resource_version;
     } while (!continue_token.empty());
@@ -164,7 +167,8 @@ class Informer {
             if (event->type == "DELETED") {
               objects_.erase(Key(event->object));
             } else {
-              objects_[Key(event->object)] = std::move(event->object);
+              std::string key = Key(event->object);  // before the move below
+              objects_[key] = std::move(event->object);
             }
           }
           wakeup_->Notify();
