@@ -51,6 +51,16 @@ TEST(ScenarioTest, MinimalYamlGetsDefaults) {
   EXPECT_EQ(s->job.reference_gpus, 64);
 }
 
+// Issue 15 #18: a second `cluster:` silently replaced the first.
+TEST(ScenarioTest, ADuplicateKeyIsAnErrorNotTheLastCopy) {
+  Result<json> tree =
+      ParseScenarioText("cluster:\n  gpus: 1024\njob: {}\ncluster:\n  gpus: 16\n", "dup.yaml");
+  ASSERT_FALSE(tree.ok());
+  EXPECT_NE(tree.status().message().find("dup.yaml: line 4: key 'cluster' given twice"),
+            std::string::npos)
+      << tree.status().message();
+}
+
 TEST(ScenarioTest, JsonAndYamlGiveTheSameScenario) {
   Result<json> yaml = ParseScenarioText(kMinimal, "a.yaml");
   ASSERT_TRUE(yaml.ok());

@@ -1,16 +1,14 @@
 #include "src/sim/scenario_text.h"
 
-#include "src/base/json_depth.h"
-
 #include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "src/base/env.h"
 #include "src/base/json_depth.h"
 #include "src/base/text.h"
+#include "src/base/yaml_json.h"
 #include "src/sim/presets.h"
 
 namespace titan::sim {
@@ -21,82 +19,14 @@ using nlohmann::json;
 constexpr int kMaxDepth = 32;
 constexpr int kMaxNodes = 100000;
 
-// A plain (unquoted) YAML scalar as the JSON value it reads as.
-json ScalarValue(const std::string& text, bool quoted) {
-  if (quoted) return text;
-  if (text == "true" || text == "True" || text == "TRUE") return true;
-  if (text == "false" || text == "False" || text == "FALSE") return false;
-  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") {
-    return nullptr;
-  }
-  int64_t integer = 0;
-  if (ParseInt64(text, &integer)) return integer;
-  double number = 0;
-  if (ParseDouble(text, &number)) return number;
-  return text;  // includes .nan / .inf: rejected later as "not a number"
-}
-
-struct Converter {
-  std::string_view origin;
-  int nodes = 0;
-
-  Result<json> Convert(const YAML::Node& node, int depth) {
-    if (++nodes > kMaxNodes) {
-      return InvalidArgumentError(
-          fmt::format("{}: more than {} YAML nodes (after expanding aliases); a scenario is small",
-                      origin, kMaxNodes));
-    }
-    if (depth > kMaxDepth) {
-      return InvalidArgumentError(fmt::format("{}: nested deeper than {} levels at line {}", origin,
-                                              kMaxDepth, node.Mark().line + 1));
-    }
-    switch (node.Type()) {
-      case YAML::NodeType::Null:
-      case YAML::NodeType::Undefined:
-        return json(nullptr);
-      case YAML::NodeType::Scalar:
-        return ScalarValue(node.Scalar(), node.Tag() == "!");
-      case YAML::NodeType::Sequence: {
-        json out = json::array();
-        for (const YAML::Node& item : node) {
-          TITAN_ASSIGN_OR_RETURN(json value, Convert(item, depth + 1));
-          out.push_back(std::move(value));
-        }
-        return out;
-      }
-      case YAML::NodeType::Map: {
-        json out = json::object();
-        for (const auto& item : node) {
-          if (!item.first.IsScalar()) {
-            return InvalidArgumentError(fmt::format("{}: line {}: mapping keys must be plain words",
-                                                    origin, item.first.Mark().line + 1));
-          }
-          TITAN_ASSIGN_OR_RETURN(json value, Convert(item.second, depth + 1));
-          out[item.first.Scalar()] = std::move(value);
-        }
-        return out;
-      }
-    }
-    return json(nullptr);
-  }
-};
-
 Result<json> ParseYaml(std::string_view text, std::string_view origin) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(fmt::format("{}: line {}, column {}: YAML: {}", origin,
-                                            e.mark.line + 1, e.mark.column + 1, e.msg));
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(fmt::format("{}: YAML: {}", origin, e.what()));
+  TITAN_ASSIGN_OR_RETURN(std::vector<json> docs,
+                         YamlToJson(text, origin, YamlLimits{kMaxDepth, kMaxNodes}));
+  if (docs.size() > 1) {
+    return InvalidArgumentError(
+        fmt::format("{}: {} YAML documents; a scenario is one", origin, docs.size()));
   }
-  Converter converter{origin};
-  try {
-    return converter.Convert(root, 0);
-  } catch (const std::exception& e) {  // yaml-cpp may throw while iterating bad nodes
-    return InvalidArgumentError(fmt::format("{}: YAML: {}", origin, e.what()));
-  }
+  return docs.empty() ? json(nullptr) : std::move(docs[0]);
 }
 
 Result<json> ParseJson(std::string_view text, std::string_view origin) {
@@ -163,7 +93,7 @@ Status SetTreePath(json* tree, std::string_view dotted_path, std::string_view va
           fmt::format("'{}': '{}' is inside a value that is not a section", dotted_path, key));
     }
     if (dot == std::string_view::npos) {
-      *child = ScalarValue(std::string(value), /*quoted=*/false);
+      *child = YamlPlainScalar(std::string(value));
       return OkStatus();
     }
     if (child->is_null()) *child = json::object();

@@ -23,7 +23,7 @@
 #include "src/cluster/k8s/llmjob.h"
 #include "src/cluster/k8s/manifests.h"
 #include "src/cluster/k8s/node_patch.h"
-#include "src/cluster/k8s/yaml_json.h"
+#include "src/base/yaml_json.h"
 
 namespace titan::k8s {
 

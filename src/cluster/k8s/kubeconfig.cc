@@ -6,7 +6,7 @@
 
 #include "src/base/env.h"
 #include "src/base/text.h"
-#include "src/cluster/k8s/yaml_json.h"
+#include "src/base/yaml_json.h"
 #include "src/supervisor/etcd_json.h"  // Base64Decode
 
 namespace titan::k8s {

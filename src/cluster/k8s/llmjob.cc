@@ -6,7 +6,7 @@
 
 #include "src/base/duration.h"
 #include "src/base/text.h"
-#include "src/cluster/k8s/yaml_json.h"
+#include "src/base/yaml_json.h"
 
 namespace titan::k8s {
 

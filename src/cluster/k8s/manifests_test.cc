@@ -4,7 +4,7 @@
 
 #include "src/base/env.h"
 #include "src/cluster/k8s/crd_yaml.h"
-#include "src/cluster/k8s/yaml_json.h"
+#include "src/base/yaml_json.h"
 
 namespace titan::k8s {
 namespace {

@@ -1,4 +1,4 @@
-#include "src/cluster/k8s/yaml_json.h"
+#include "src/base/yaml_json.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -10,7 +10,7 @@
 #include "src/base/json_depth.h"
 #include "src/base/text.h"
 
-namespace titan::k8s {
+namespace titan {
 
 namespace {
 
@@ -23,7 +23,9 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-json PlainScalar(const std::string& text) {
+}  // namespace
+
+json YamlPlainScalar(const std::string& text) {
   std::string lower = Lower(text);
   if (text.empty() || text == "~" || lower == "null") return nullptr;
   if (lower == "true") return true;
@@ -38,20 +40,22 @@ json PlainScalar(const std::string& text) {
   return text;
 }
 
+namespace {
+
 struct Converter {
   std::string_view origin;
-  size_t max_nodes;
+  YamlLimits limits;
   size_t nodes = 0;
 
   Result<json> Convert(const YAML::Node& node, int depth) {
-    if (++nodes > max_nodes) {
+    if (++nodes > limits.max_nodes) {
       return InvalidArgumentError(fmt::format(
           "{}: more than {} YAML nodes (aliases expanding?); split or simplify the file", origin,
-          max_nodes));
+          limits.max_nodes));
     }
-    if (depth > kMaxJsonDepth) {
+    if (depth > limits.max_depth) {
       return InvalidArgumentError(fmt::format("{}: YAML nested deeper than {} levels near line {}",
-                                              origin, kMaxJsonDepth, node.Mark().line + 1));
+                                              origin, limits.max_depth, node.Mark().line + 1));
     }
     switch (node.Type()) {
       case YAML::NodeType::Undefined:
@@ -59,7 +63,7 @@ struct Converter {
         return json(nullptr);
       case YAML::NodeType::Scalar:
         // A plain scalar's tag is "?"; a quoted one's is "!".
-        return node.Tag() == "?" ? PlainScalar(node.Scalar()) : json(node.Scalar());
+        return node.Tag() == "?" ? YamlPlainScalar(node.Scalar()) : json(node.Scalar());
       case YAML::NodeType::Sequence: {
         json out = json::array();
         for (const YAML::Node& item : node) {
@@ -75,6 +79,11 @@ struct Converter {
             return InvalidArgumentError(
                 fmt::format("{}: line {}: a mapping key must be a plain string", origin,
                             kv.first.Mark().line + 1));
+          }
+          if (out.contains(kv.first.Scalar())) {
+            return InvalidArgumentError(fmt::format(
+                "{}: line {}: key '{}' given twice in one mapping (which one is meant?)", origin,
+                kv.first.Mark().line + 1, kv.first.Scalar()));
           }
           TITAN_ASSIGN_OR_RETURN(json value, Convert(kv.second, depth + 1));
           out[kv.first.Scalar()] = std::move(value);
@@ -134,15 +143,17 @@ void Emit(const json& value, YAML::Emitter& out) {
 }  // namespace
 
 Result<std::vector<json>> YamlToJson(std::string_view text, std::string_view origin,
-                                     size_t max_nodes) {
+                                     YamlLimits limits) {
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
     return InvalidArgumentError(fmt::format("{}: line {}: {}", origin, e.mark.line + 1, e.msg));
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(fmt::format("{}: YAML: {}", origin, e.what()));
   }
   std::vector<json> out;
-  Converter converter{origin, max_nodes};
+  Converter converter{origin, limits};
   for (const YAML::Node& doc : docs) {
     if (!doc || doc.IsNull()) continue;
     TITAN_ASSIGN_OR_RETURN(json value, converter.Convert(doc, 1));
@@ -165,4 +176,4 @@ std::string JsonToYaml(const std::vector<json>& docs) {
   return text;
 }
 
-}  // namespace titan::k8s
+}  // namespace titan

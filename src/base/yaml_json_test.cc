@@ -1,10 +1,10 @@
-#include "src/cluster/k8s/yaml_json.h"
+#include "src/base/yaml_json.h"
 
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
-namespace titan::k8s {
+namespace titan {
 namespace {
 
 using nlohmann::json;
@@ -56,5 +56,24 @@ TEST(YamlJsonTest, EmittedYamlReadsBackToTheSameJson) {
   EXPECT_NE(yaml.find("---\n"), std::string::npos);
 }
 
+// yaml-cpp keeps one of two equal keys silently; a sim scenario with `cluster:` twice ran with
+// the second copy and no word (issue 15, #18).
+TEST(YamlJsonTest, AKeyGivenTwiceInOneMappingIsRefusedWithItsLine) {
+  auto docs = YamlToJson("cluster:\n  gpus: 8\njob: {}\ncluster:\n  gpus: 16\n", "s.yaml");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_NE(docs.status().message().find("s.yaml: line 4: key 'cluster' given twice"),
+            std::string_view::npos)
+      << docs.status().message();
+  // The same key in different mappings is fine.
+  EXPECT_TRUE(YamlToJson("a: {x: 1}\nb: {x: 2}\n", "s.yaml").ok());
+}
+
+TEST(YamlJsonTest, LimitsAreTheCallers) {
+  // Four levels: the document's map, a's, b's, and the scalar 1.
+  EXPECT_FALSE(YamlToJson("a: {b: {c: 1}}\n", "t", YamlLimits{3, 100}).ok());
+  EXPECT_TRUE(YamlToJson("a: {b: {c: 1}}\n", "t", YamlLimits{4, 100}).ok());
+  EXPECT_FALSE(YamlToJson("[1, 2, 3, 4]\n", "t", YamlLimits{8, 4}).ok());
+}
+
 }  // namespace
-}  // namespace titan::k8s
+}  // namespace titan
