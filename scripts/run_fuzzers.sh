@@ -20,7 +20,10 @@ fuzz_one() {
   scratch=$(mktemp -d)
   seed=$(find src test -type d -path "*corpus/${name}" | head -1)
   [ -n "$seed" ] && cp -r "$seed"/. "$scratch"/
-  if ! "$f" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  # The wall-clock bound is the fuzzer's own plus a margin: a fuzzer stuck in its crash handler
+  # (seen once after an out-of-memory) must not hold CI until its own limit.
+  if ! timeout -k 10 $((seconds + 120)) \
+       "$f" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
        -print_final_stats=0 "$scratch" >"$scratch.log" 2>&1; then
     echo "fuzz: $name FAILED"; tail -50 "$scratch.log"; exit 255
   fi

@@ -1,9 +1,11 @@
 #include "src/base/yaml_json.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -95,6 +97,23 @@ struct Converter {
   }
 };
 
+// Sees the parser's events and keeps none: for counting documents.
+class IgnoreEvents final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 bool NeedsQuotes(const std::string& s) {
   if (s.empty()) return true;
   char c = s[0];
@@ -142,13 +161,49 @@ void Emit(const json& value, YAML::Emitter& out) {
 
 }  // namespace
 
+// yaml-cpp 0.7 (Debian bookworm) has LoadAll loop forever, allocating, when its parser reports
+// a document without consuming a token: ",x", "\"a\", b", "---\n,x" (yaml-cpp issues #1040
+// and #1319, fixed in 0.8; found here by fuzzing). A first pass counts the documents through
+// the event API, which keeps nothing, and stops at a count no real stream reaches: one more
+// than its "---" and "..." lines.
+Status CheckYamlStream(std::string_view text, std::string_view origin) {
+  size_t markers = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    if (text.substr(pos, 3) == "---" || text.substr(pos, 3) == "...") ++markers;
+    const size_t newline = text.find('\n', pos);
+    if (newline == std::string_view::npos) break;
+    pos = newline + 1;
+  }
+  std::istringstream in{std::string(text)};
+  try {
+    YAML::Parser parser(in);
+    IgnoreEvents ignore;
+    for (size_t documents = 0; parser.HandleNextDocument(ignore);) {
+      if (++documents > markers + 1) {
+        return InvalidArgumentError(fmt::format(
+            "{}: not valid YAML: the parser makes no progress after document {} (a ',' where a "
+            "document should start?)",
+            origin, markers + 1));
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(fmt::format("{}: not valid YAML at line {}, column {}: {}", origin,
+                                            e.mark.line + 1, e.mark.column + 1, e.msg));
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(fmt::format("{}: YAML: {}", origin, e.what()));
+  }
+  return OkStatus();
+}
+
 Result<std::vector<json>> YamlToJson(std::string_view text, std::string_view origin,
                                      YamlLimits limits) {
+  TITAN_RETURN_IF_ERROR(CheckYamlStream(text, origin));
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(fmt::format("{}: line {}: {}", origin, e.mark.line + 1, e.msg));
+    return InvalidArgumentError(fmt::format("{}: not valid YAML at line {}, column {}: {}", origin,
+                                            e.mark.line + 1, e.mark.column + 1, e.msg));
   } catch (const std::exception& e) {
     return InvalidArgumentError(fmt::format("{}: YAML: {}", origin, e.what()));
   }

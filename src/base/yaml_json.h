@@ -19,14 +19,21 @@ namespace titan {
 // scalars become integers, floats, booleans (true/false) or null (~, null, empty) when they read
 // as such, quoted scalars stay strings. Empty documents are skipped. Nesting deeper than
 // limits.max_depth, anchors that expand beyond limits.max_nodes nodes, a key given twice in one
-// mapping (YAML forbids it; yaml-cpp would keep one silently) and malformed YAML are
-// INVALID_ARGUMENT naming `origin` and the line.
+// mapping (YAML forbids it; yaml-cpp would keep one silently) and malformed YAML, including the
+// streams on which yaml-cpp 0.7's LoadAll never returns, are INVALID_ARGUMENT naming `origin`
+// and the line.
 struct YamlLimits {
   int max_depth = kMaxJsonDepth;  // levels, the document's own node 1 and scalars included
-  size_t max_nodes = 1'000'000;
+  size_t max_nodes = 100'000;     // a YAML file titan reads is small; aliases expand here
 };
 Result<std::vector<nlohmann::json>> YamlToJson(std::string_view text, std::string_view origin,
                                                YamlLimits limits = {});
+
+// Parses `text` without keeping anything, to refuse what yaml-cpp 0.7 mishandles before a
+// YAML::Load or LoadAll sees it: a stream on which LoadAll never returns, and which Load reads
+// as an empty document (",x", "\"a\", b"), and syntax errors. YamlToJson calls it; any other
+// reader of outside YAML must. INVALID_ARGUMENT naming `origin` and the line.
+Status CheckYamlStream(std::string_view text, std::string_view origin);
 
 // The JSON value a plain (unquoted) YAML scalar reads as: null (~, null, empty), a boolean
 // (true/false in any case), an integer, a number, else the string itself. Also used for

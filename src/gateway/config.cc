@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "src/base/duration.h"
+#include "src/base/yaml_json.h"
 
 namespace titan::gateway {
 
@@ -284,6 +285,7 @@ Status ParseLaunch(Section s, LaunchConfig* l) {
 
 Result<GatewayConfig> ParseConfig(std::string_view yaml_text, std::string_view source,
                                   GatewayConfig base) {
+  TITAN_RETURN_IF_ERROR(CheckYamlStream(yaml_text, source));
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));

@@ -201,6 +201,15 @@ TEST(ConfigTest, FullExampleParsesEveryField) {
   EXPECT_TRUE(ValidateConfig(c).ok()) << ValidateConfig(c).ToString();
 }
 
+// yaml-cpp 0.7's Load reads a document that starts with ',' as an empty one (and LoadAll loops
+// on it): the config was taken as the defaults.
+TEST(ConfigTest, ADocumentStartingWithACommaIsRefusedNotTakenAsEmpty) {
+  Result<GatewayConfig> r = ParseConfig(",listen: x\n", "gw.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("gw.yaml: not valid YAML"), std::string::npos)
+      << r.status().message();
+}
+
 TEST(ConfigTest, EmptyDocumentKeepsTheBase) {
   GatewayConfig base;
   base.replicas.push_back({"http://a:1", "default"});

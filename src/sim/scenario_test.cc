@@ -198,7 +198,7 @@ run: {duration_days: 1}
 TEST(ScenarioTextTest, SyntaxErrorsNameTheLine) {
   Result<json> tree = ParseScenarioText("cluster:\n  gpus: [1, 2\n", "bad.yaml");
   ASSERT_FALSE(tree.ok());
-  EXPECT_NE(tree.status().message().find("bad.yaml: line"), std::string::npos)
+  EXPECT_NE(tree.status().message().find("bad.yaml: not valid YAML at line"), std::string::npos)
       << tree.status().message();
   tree = ParseScenarioText("{\"cluster\": }", "bad.json");
   ASSERT_FALSE(tree.ok());

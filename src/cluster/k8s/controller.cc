@@ -13,6 +13,7 @@
 #include "src/base/clock.h"
 #include "src/base/duration.h"
 #include "src/base/json_depth.h"
+#include "src/base/json_text.h"
 #include "src/cluster/k8s/cordon.h"
 #include "src/cluster/k8s/llmjob.h"
 #include "src/cluster/k8s/manifests.h"
@@ -307,8 +308,8 @@ class Reconciler {
   void Scale(const Action& action, const JobView& view, int64_t capacity,
              const std::vector<std::string>& unusable, int64_t now_ns) {
     json patch = {{"spec", {{"parallelism", action.to}, {"completions", action.to}}}};
-    Result<std::string> done = client_.Call("PATCH", JobPath(view.job), patch.dump(), kMergePatch,
-                                            options_.request_timeout_ns);
+    Result<std::string> done = client_.Call("PATCH", JobPath(view.job), JsonText(patch),
+                                            kMergePatch, options_.request_timeout_ns);
     if (!done.ok()) {
       state_.ScaleFailed(action.job, now_ns);
       events_->Write("scale_failed", {{"job", action.job},
@@ -345,7 +346,7 @@ class Reconciler {
       status["lastFailureTime"] = Rfc3339(WallNowNs() - (now_ns - state_.last_failure_ns));
     }
     json patch = {{"status", status}};
-    Result<std::string> done = client_.Call("PATCH", StatusPath(job), patch.dump(), kMergePatch,
+    Result<std::string> done = client_.Call("PATCH", StatusPath(job), JsonText(patch), kMergePatch,
                                             options_.request_timeout_ns);
     if (!done.ok()) {
       status_retry_at_ns_[job.Key()] = now_ns + 10'000'000'000;

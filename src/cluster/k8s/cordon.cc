@@ -5,6 +5,7 @@
 
 #include "src/base/clock.h"
 #include "src/base/json_depth.h"
+#include "src/base/json_text.h"
 #include "src/cluster/k8s/node_patch.h"
 
 namespace titan::k8s {
@@ -66,7 +67,7 @@ Result<CordonResult> CordonNode(const ApiClient& client, const CordonRequest& re
       return patch.status().WithContext(fmt::format("GET {}{}", client.endpoint().server, path));
     }
     if (!patch->has_value()) return result;  // already cordoned with this reason
-    result.patch = (*patch)->dump();
+    result.patch = JsonText(**patch);
     if (request.dry_run) return result;
     Result<std::string> patched =
         client.Call("PATCH", path, result.patch, kStrategicMergePatch, Remaining(deadline_ns));

@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "src/base/clock.h"
+#include "src/base/json_text.h"
 #include "src/base/log.h"
 
 namespace titan::k8s {
@@ -30,7 +31,7 @@ void EventLog::Write(const std::string& type, nlohmann::json fields) {
   std::string human = type;
   if (fields.is_object()) {
     for (auto& [key, value] : fields.items()) {
-      human += " " + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+      human += " " + key + "=" + (value.is_string() ? value.get<std::string>() : JsonText(value));
       line[key] = std::move(value);
     }
   }
@@ -38,7 +39,7 @@ void EventLog::Write(const std::string& type, nlohmann::json fields) {
   Log(bad ? LogLevel::kWarning : LogLevel::kInfo, "k8s", "{}", human);
   std::lock_guard<std::mutex> lock(mu_);
   if (file_ == nullptr) return;
-  std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::string text = JsonText(line) + "\n";
   std::fwrite(text.data(), 1, text.size(), file_);
   std::fflush(file_);
 }

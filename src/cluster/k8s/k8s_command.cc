@@ -15,6 +15,7 @@
 #include "src/base/duration.h"
 #include "src/base/env.h"
 #include "src/base/log.h"
+#include "src/base/yaml_json.h"
 #include "src/cluster/k8s/api_client.h"
 #include "src/cluster/k8s/controller.h"
 #include "src/cluster/k8s/cordon.h"
@@ -23,7 +24,6 @@
 #include "src/cluster/k8s/llmjob.h"
 #include "src/cluster/k8s/manifests.h"
 #include "src/cluster/k8s/node_patch.h"
-#include "src/base/yaml_json.h"
 
 namespace titan::k8s {
 

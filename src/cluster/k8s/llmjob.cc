@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "src/base/duration.h"
+#include "src/base/json_text.h"
 #include "src/base/text.h"
 #include "src/base/yaml_json.h"
 
@@ -38,7 +39,7 @@ Result<int64_t> ReplicaField(const json& spec, const char* key, std::string_view
   }
   if (!it->is_number_integer()) {
     return FieldError(origin, fmt::format("spec.{}", key),
-                      fmt::format("must be an integer, not {}", it->dump()));
+                      fmt::format("must be an integer, not {}", JsonText(*it)));
   }
   int64_t v = it->get<int64_t>();
   if (v < 1 || v > kMaxReplicas) {

@@ -62,6 +62,18 @@ TEST(LlmJobTest, OutOfBoundsNamesTheField) {
   ExpectError(With("replicas: 1024", "replicas: many"), "spec.replicas must be an integer");
 }
 
+// Found by k8s_kubeconfig_fuzzer: the error message dumped the bad value, and dump() throws on
+// invalid UTF-8, which ended `titan k8s manifests` with std::terminate.
+TEST(LlmJobTest, AValueWithInvalidUtf8IsAnErrorNotACrash) {
+  std::string text =
+      "apiVersion: titan.io/v1alpha1\nkind: LLMJob\nmetadata: {name: j}\n"
+      "spec: {replicas: \"\xff\xfe\", minReplicas: 1, maxReplicas: 2}\n";
+  auto job = LoadLlmJobText(text, "job.yaml");
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.status().message().find("spec.replicas"), std::string::npos)
+      << job.status().message();
+}
+
 TEST(LlmJobTest, OtherFieldsAreChecked) {
   ExpectError(With("300s", "soon"), "spec.scaleDownDelay 'soon' is not a duration");
   ExpectError(With("300s", "300"), "spec.scaleDownDelay must be a string");

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "src/base/env.h"
-#include "src/cluster/k8s/crd_yaml.h"
 #include "src/base/yaml_json.h"
+#include "src/cluster/k8s/crd_yaml.h"
 
 namespace titan::k8s {
 namespace {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "src/base/duration.h"
+#include "src/base/json_text.h"
 
 namespace titan::k8s {
 
@@ -29,7 +30,7 @@ std::string WhyUnusable(const NodeView& node) {
 // Says `note` for `job` unless it was the last thing said for it.
 void Note(ReconcileState* state, Plan* plan, const std::string& job, const std::string& type,
           json fields) {
-  std::string key = type + fields.dump();
+  std::string key = type + JsonText(fields);
   if (state->job_note[job] == key) return;
   state->job_note[job] = key;
   fields["job"] = job;
