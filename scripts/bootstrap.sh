@@ -24,9 +24,10 @@ PACKAGES=(
   chromium-headless-shell python3-pil
   # titan run under a real Slurm (test/cluster: munged, slurmctld, three slurmd on loopback)
   slurmctld slurmd slurm-client munge
-  # titan k8s: Debian's kubectl drives the API stand-in; generated manifests are validated
-  # against the LLMJob CRD's openAPIV3 schema
-  kubernetes-client python3-jsonschema
+  # titan k8s: a real kubectl drives the API stand-in (Debian's kubernetes-client, unless a
+  # kubectl is already installed: a packaged one conflicts with it); generated manifests are
+  # validated against the LLMJob CRD's openAPIV3 schema
+  $(command -v kubectl >/dev/null || echo kubernetes-client) python3-jsonschema
   # titan run: native stacks of hung workers (eu-stack)
   elfutils
   # llama.cpp's llama-server for serving tests (scripts/llama_server.sh); npm only where no npm
