@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "src/base/clock.h"
+#include "src/base/json_text.h"
 
 namespace titan::supervisor {
 
@@ -36,7 +37,7 @@ void RunLog::Write(const std::string& type, nlohmann::json fields) {
     for (auto& [k, v] : fields.items()) line[k] = std::move(v);
   }
   if (file_ != nullptr) {
-    std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::string text = JsonText(line);
     text += '\n';
     std::fwrite(text.data(), 1, text.size(), file_);
     std::fflush(file_);

@@ -1043,12 +1043,13 @@ class Supervisor {
       failures_.Record(o_.node_id, evidence.value("local_rank", 0), now);
       int recent = failures_.RecentFailures(o_.node_id, now);
       if (o_.etcd.empty()) {
-        // One node cannot be replaced: keep restarting within the budget instead.
+        // Without etcd (one node, or Slurm's static plan) no node can be replaced or blamed:
+        // keep restarting within the budget instead.
         if (recent >= o_.isolation.max_failures) {
           log_.Write("decision",
                      {{"action", "keep"},
-                      {"reason", fmt::format("{} failures within {:.0f} s, but a single "
-                                             "node cannot be excluded",
+                      {"reason", fmt::format("{} failures within {:.0f} s, but without etcd "
+                                             "no node can be excluded",
                                              recent, NsToSeconds(o_.isolation.window_ns))}});
         }
       } else if (failures_.ShouldExclude(o_.node_id, now)) {

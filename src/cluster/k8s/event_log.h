@@ -1,28 +1,22 @@
-// The controller's event log: one JSON object per line, in the shape of titan run's
-// (src/supervisor/run_log.h): {"time_ns": <wall ns>, "t": <seconds since start>, "type": "...",
-// ...fields}, flushed line by line; each event is also logged on stderr for people.
+// The controller's event log: titan run's RunLog (src/supervisor/run_log.h, one JSON object
+// per line, node "controller"), made safe to write from any thread, and each event also logged
+// on stderr for people.
 //
 // Thread safety: Write may be called from any thread (lines never interleave).
 #pragma once
 
-#include <cstdint>
-#include <cstdio>
 #include <mutex>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "src/base/status.h"
+#include "src/supervisor/run_log.h"
 
 namespace titan::k8s {
 
 class EventLog {
  public:
-  EventLog() = default;
-  ~EventLog();
-  EventLog(const EventLog&) = delete;
-  EventLog& operator=(const EventLog&) = delete;
-
   // "-": standard output; otherwise appends to `path`.
   Status Open(const std::string& path);
   // `fields`: a JSON object (or null).
@@ -30,9 +24,7 @@ class EventLog {
 
  private:
   std::mutex mu_;
-  FILE* file_ = nullptr;
-  bool owned_ = false;
-  int64_t start_mono_ns_ = 0;
+  supervisor::RunLog log_;
 };
 
 }  // namespace titan::k8s
