@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Configures and builds one preset (release | asan | tsan | fuzz): scripts/build.sh [preset] [targets...]
+# Configures and builds one preset (release | asan | tsan): scripts/build.sh [preset] [targets...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-release}
