@@ -9,7 +9,7 @@ PACKAGES=(
   # libraries (see docs/architecture.md for why each)
   libgtest-dev libgmock-dev libbenchmark-dev libsimdjson-dev zlib1g-dev libdeflate-dev
   libzstd-dev libxxhash-dev libfmt-dev libcli11-dev nlohmann-json3-dev pybind11-dev
-  libcpp-httplib-dev libcurl4-openssl-dev libyaml-cpp-dev libpugixml-dev
+  libcurl4-openssl-dev libyaml-cpp-dev libpugixml-dev
   # the one HTTP stack (src/http): Boost.Asio + Beast, header-only, with C++20 coroutines
   libboost1.81-dev
   # Python side: the module is built for Debian's interpreter, which has PyTorch

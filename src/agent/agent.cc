@@ -1,11 +1,10 @@
 #include "src/agent/agent.h"
 
-#include <sys/stat.h>
-
 #include <chrono>
 
 #include <fmt/format.h>
 
+#include "src/agent/dump_directory.h"
 #include "src/agent/http_server.h"
 #include "src/agent/recorder_dump.h"
 #include "src/base/clock.h"
@@ -50,23 +49,23 @@ const SignalDesc kDumpErrors{"titan_recorder_dump_errors_total",
                              SignalKind::kCounter,
                              {},
                              {}};
+const SignalDesc kDumpsSuppressed{
+    "titan_recorder_dumps_suppressed_total",
+    "Automatic recorder dumps not written, by reason (rate_limit: within --dump-min-interval of "
+    "the previous one; queue_full: too many waiting).",
+    SignalKind::kCounter,
+    {"reason"},
+    {}};
+const SignalDesc kDumpsRemoved{"titan_recorder_dumps_removed_total",
+                               "Old automatic recorder dumps removed (--dump-keep, --dump-max-mb).",
+                               SignalKind::kCounter,
+                               {},
+                               {}};
 const SignalDesc kDumps{"titan_recorder_dumps_total",
                         "Automatic recorder dumps written.",
                         SignalKind::kCounter,
                         {},
                         {}};
-
-AppEvent ToAppEvent(const wire::ParsedEvent& e) {
-  AppEvent a{};
-  a.time_ns = e.time_ns;
-  a.step = e.step;
-  a.value = e.value;
-  a.rank = e.rank;
-  a.pid = e.pid();
-  a.kind = e.kind;
-  std::memcpy(a.name, e.name_bytes.data(), std::min<size_t>(e.name_size, wire::kNameBytes - 1));
-  return a;
-}
 
 }  // namespace
 
@@ -89,16 +88,21 @@ Status Agent::Init() {
                                             options_.window_seconds, Series::kMaxWindowSeconds));
   }
   if (!options_.dump_dir.empty()) {
-    struct stat st;
-    if (stat(options_.dump_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return InvalidArgumentError(fmt::format(
-          "--dump-dir {}: not a directory; create it or leave --dump-dir out", options_.dump_dir));
+    TITAN_RETURN_IF_ERROR(DumpDirectory::CheckWritable(options_.dump_dir));
+    if (options_.dump_keep < 1 || options_.dump_max_bytes < (1 << 20) ||
+        options_.dump_min_interval_ns < 0) {
+      return InvalidArgumentError(
+          "--dump-keep must be >= 1, --dump-max-mb >= 1 and --dump-min-interval >= 0");
     }
+    dump_dir_ = std::make_unique<DumpDirectory>(
+        DumpDirectoryOptions{options_.dump_dir, options_.dump_min_interval_ns, options_.dump_keep,
+                             options_.dump_max_bytes});
   }
 
   RegistryOptions registry_options;
   registry_options.recorder_duration_ns = options_.recorder_duration_ns;
   registry_options.recorder_budget_bytes = options_.recorder_budget_bytes;
+  registry_options.max_series = options_.max_series;
   registry_ = std::make_unique<MetricRegistry>(registry_options);
   event_log_ = std::make_unique<EventLog>(10'000, 1 << 20);
   transients_ = std::make_unique<TransientPipeline>(*registry_, *event_log_,
@@ -117,7 +121,7 @@ Status Agent::Init() {
     receiver_options.on_event = [this](const wire::ParsedEvent& e) {
       const AppEvent app = ToAppEvent(e);
       event_log_->AddAppEvent(app);
-      step_tracker_->OnEvent(app);
+      step_tracker_->OnEvent(app, MonoNowNs());
     };
     auto receiver = EventReceiver::Start(std::move(receiver_options));
     if (!receiver.ok()) {
@@ -199,10 +203,16 @@ std::string Agent::RenderMetrics(bool open_metrics, int window_seconds) const {
 }
 
 void Agent::OnTransient(const TransientEvent& event) {
-  if (options_.dump_dir.empty()) return;
+  if (dump_dir_ == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (pending_dumps_.size() >= 64) return;  // bounded; the rate limiter upstream keeps it rare
-  pending_dumps_.emplace_back(MonoNowNs() + options_.dump_after_ns, event);
+  const int64_t now = MonoNowNs();
+  if (pending_dumps_.size() >= 64) {  // bounded; with the rate limit below it stays near empty
+    ++dumps_queue_full_;
+  } else if (!dump_dir_->Admit(now)) {
+    ++dumps_rate_limited_;
+  } else {
+    pending_dumps_.emplace_back(now + options_.dump_after_ns, event);
+  }
 }
 
 void Agent::Housekeeping() {
@@ -212,6 +222,9 @@ void Agent::Housekeeping() {
   Series* received = registry_->GetOrCreate(kEventsReceived, {}, 0);
   Series* dumps = registry_->GetOrCreate(kDumps, {}, 0);
   Series* dump_errors = registry_->GetOrCreate(kDumpErrors, {}, 0);
+  Series* dumps_removed = registry_->GetOrCreate(kDumpsRemoved, {}, 0);
+  Series* dumps_rate_limited = registry_->GetOrCreate(kDumpsSuppressed, {"rate_limit"}, 0);
+  Series* dumps_queue_full = registry_->GetOrCreate(kDumpsSuppressed, {"queue_full"}, 0);
   std::vector<Series*> rejected(wire::kRejectReasonCount, nullptr);
   for (size_t r = 0; r < wire::kRejectReasonCount; ++r) {
     rejected[r] = registry_->GetOrCreate(
@@ -219,6 +232,8 @@ void Agent::Housekeeping() {
         0);
   }
   RateLimitedLog dump_log(60 * kNsPerSecond);
+  RateLimitedLog series_log(60 * kNsPerSecond);
+  uint64_t series_dropped_seen = 0;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (stop_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) return;
@@ -229,13 +244,27 @@ void Agent::Housekeeping() {
       due.push_back(std::move(pending.second));
       return true;
     });
+    const double rate_limited = static_cast<double>(dumps_rate_limited_);
+    const double queue_full = static_cast<double>(dumps_queue_full_);
     lock.unlock();
 
     const int64_t now = WallNowNs();
     sampler_->RecordUp(now);
     series_count->RecordGauge(now, static_cast<double>(registry_->series_count()));
     recorder_bytes->RecordGauge(now, static_cast<double>(registry_->recorder_bytes()));
-    series_dropped->SetCounter(now, static_cast<double>(registry_->dropped_series()));
+    const uint64_t dropped = registry_->dropped_series();
+    series_dropped->SetCounter(now, static_cast<double>(dropped));
+    if (dropped > series_dropped_seen) {
+      series_log.Log(LogLevel::kWarning, "agent",
+                     "{} new series not created: the agent keeps {} (--max-series {}); see "
+                     "titan_agent_series_dropped_total",
+                     dropped - series_dropped_seen, registry_->series_count(), options_.max_series);
+      series_dropped_seen = dropped;
+    }
+    if (dump_dir_ != nullptr) {
+      dumps_rate_limited->SetCounter(now, rate_limited);
+      dumps_queue_full->SetCounter(now, queue_full);
+    }
     if (receiver_) {
       const EventReceiverStats stats = receiver_->Stats();
       received->SetCounter(now, static_cast<double>(stats.accepted));
@@ -246,8 +275,7 @@ void Agent::Housekeeping() {
     for (const TransientEvent& event : due) {
       DumpRequest request{event.detection.start_ns - options_.dump_before_ns,
                           event.detection.end_ns + options_.dump_after_ns, ""};
-      const std::string path = fmt::format("{}/titan-transient-{}-{}.json", options_.dump_dir,
-                                           event.id, event.detection.start_ns / kNsPerMs);
+      const std::string path = dump_dir_->PathFor(event.id, event.detection.start_ns);
       Status written = WritePerfettoDump(*registry_, *event_log_, request, path);
       if (written.ok()) {
         dumps->AddCounter(now, 1);
@@ -256,6 +284,14 @@ void Agent::Housekeeping() {
         dump_errors->AddCounter(now, 1);
         dump_log.Log(LogLevel::kWarning, "agent", "{}", written.ToString());
       }
+      DumpPruneResult removed;
+      Status pruned = dump_dir_->Prune(&removed);
+      if (removed.files > 0) {
+        dumps_removed->AddCounter(now, static_cast<double>(removed.files));
+        Log(LogLevel::kDebug, "agent", "removed {} old dump(s), {} bytes ({} kept at most)",
+            removed.files, removed.bytes, options_.dump_keep);
+      }
+      if (!pruned.ok()) dump_log.Log(LogLevel::kWarning, "agent", "{}", pruned.ToString());
     }
     lock.lock();
   }

@@ -29,6 +29,7 @@
 
 namespace titan {
 
+class DumpDirectory;
 class EventReceiver;
 class HttpServer;
 
@@ -51,9 +52,15 @@ struct AgentOptions {
   std::vector<std::string> detect_rules;  // FAMILY=SPEC
   bool detect_all = false;                // mad on every detect-eligible family
   double max_transients_per_second = 20;
-  std::string dump_dir;  // auto-dump around transients ("" = off)
+  size_t max_series = 50'000;  // every series the agent keeps (see RegistryOptions)
+  std::string dump_dir;        // auto-dump around transients ("" = off); must be writable
   int64_t dump_before_ns = 30LL * 1'000'000'000;
   int64_t dump_after_ns = 5LL * 1'000'000'000;
+  // Bounds on dump_dir (DumpDirectoryOptions): at most one dump per dump_min_interval_ns, the
+  // newest dump_keep files within dump_max_bytes are kept.
+  int64_t dump_min_interval_ns = 30LL * 1'000'000'000;
+  size_t dump_keep = 50;
+  uint64_t dump_max_bytes = 1ULL << 30;
 };
 
 class Agent {
@@ -94,6 +101,9 @@ class Agent {
   bool stopping_ = false;
   std::thread housekeeping_;
   std::vector<std::pair<int64_t, TransientEvent>> pending_dumps_;  // (due mono ns, event)
+  std::unique_ptr<DumpDirectory> dump_dir_;                        // null without --dump-dir
+  uint64_t dumps_rate_limited_ = 0;                                // under mutex_
+  uint64_t dumps_queue_full_ = 0;                                  // under mutex_
 };
 
 }  // namespace titan

@@ -65,6 +65,8 @@ int AgentCommand(int argc, char** argv) {
   bool live = false;
   double run_for_seconds = 0;
   size_t recorder_mb = options.recorder_budget_bytes >> 20;
+  std::string dump_min_interval = "30s";
+  uint64_t dump_max_mb = options.dump_max_bytes >> 20;
 
   app.add_option("--listen", options.listen_address, "Address to serve HTTP on")
       ->capture_default_str();
@@ -116,7 +118,26 @@ int AgentCommand(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.1, 10000.0));
   app.add_option("--dump-dir", options.dump_dir,
-                 "Write a Perfetto dump of the recorder around each transient into this directory");
+                 "Write a Perfetto dump of the recorder around each transient into this directory "
+                 "(it must be writable; checked at start)");
+  app.add_option("--dump-min-interval", dump_min_interval,
+                 "At most one automatic dump per this long; closer transients are counted in "
+                 "titan_recorder_dumps_suppressed_total")
+      ->capture_default_str()
+      ->check(CheckDuration);
+  app.add_option("--dump-keep", options.dump_keep,
+                 "Keep the newest N dumps in --dump-dir, removing older ones")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1'000'000));
+  app.add_option("--dump-max-mb", dump_max_mb,
+                 "Keep at most this many MB of dumps in --dump-dir (the newest always stays)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 24));
+  app.add_option("--max-series", options.max_series,
+                 "Most series the agent keeps; more are counted in "
+                 "titan_agent_series_dropped_total")
+      ->capture_default_str()
+      ->check(CLI::Range(1000, 10'000'000));
   app.add_flag("--live", live, "Show a live terminal view of the signals and transients");
   app.add_option("--run-for", run_for_seconds, "Exit after this many seconds (demos, tests)")
       ->check(CLI::Range(0.0, 1e9));
@@ -133,6 +154,8 @@ int AgentCommand(int argc, char** argv) {
   if (!interval.empty()) options.interval_ns = DurationNs(interval);
   options.recorder_duration_ns = DurationNs(recorder);
   options.recorder_budget_bytes = recorder_mb << 20;
+  options.dump_min_interval_ns = DurationNs(dump_min_interval);
+  options.dump_max_bytes = dump_max_mb << 20;
   for (const std::string& item : interval_of) {
     const size_t eq = item.find('=');
     int64_t ns = 0;

@@ -220,6 +220,91 @@ TEST(RecorderDumpTest, PerfettoJsonHasCountersSlicesAndTransients) {
             "1700000000223456789,\"titan_gpu_utilization_ratio{gpu=\"\"0\"\"}\",0.25\n");
 }
 
+TEST(EventLogTest, AppEventsPageWalksTheRingAndSkipsWhatWasOverwritten) {
+  EventLog log(10, 100);
+  for (int i = 0; i < 250; ++i) {  // events 0..149 are overwritten
+    log.AddAppEvent(MakeApp(wire::EventKind::kMark, 0, i, kT0 + i));
+  }
+  std::vector<AppEvent> page;
+  uint64_t cursor = 0;
+  EXPECT_TRUE(log.AppEventsPage(kT0, kT0 + 1000, &cursor, 30, &page));
+  ASSERT_EQ(page.size(), 30u);
+  EXPECT_EQ(page.front().step, 150);  // the oldest kept
+  EXPECT_EQ(page.back().step, 179);
+  page.clear();
+  // Only 190..199 of the next 30 (180..209) are in the interval.
+  EXPECT_TRUE(log.AppEventsPage(kT0 + 190, kT0 + 199, &cursor, 30, &page));
+  ASSERT_EQ(page.size(), 10u);
+  EXPECT_EQ(page.front().step, 190);
+  page.clear();
+  while (log.AppEventsPage(kT0, kT0 + 1000, &cursor, 30, &page)) {
+  }
+  ASSERT_EQ(page.size(), 40u);  // 210..249
+  EXPECT_EQ(page.back().step, 249);
+  EXPECT_FALSE(log.AppEventsPage(kT0, kT0 + 1000, &cursor, 30, &page));
+  EXPECT_EQ(log.AppEventsBetween(kT0, kT0 + 1000).size(), 100u);
+}
+
+// A dump streamed in small pieces is exactly the dump rendered whole, and no piece is much
+// longer than asked: the series, the app events (over several pages of the log) and the
+// transients (over several pages) each stop where the piece is full and resume there.
+TEST(RecorderDumpTest, PiecesAddUpToTheWholeDumpAndStayNearTheirSize) {
+  RegistryOptions options;
+  options.recorder_duration_ns = 600 * kNsPerSecond;
+  MetricRegistry registry(options);
+  EventLog log(1000, 20000);
+  for (int gpu = 0; gpu < 3; ++gpu) {
+    Series* s = registry.GetOrCreate(kGpu, {std::to_string(gpu)}, 10 * kNsPerMs);
+    for (int i = 0; i < 3000; ++i) s->RecordGauge(kT0 + i * 10 * kNsPerMs, 0.001 * i + gpu);
+  }
+  for (int step = 0; step < 5000; ++step) {  // 10,000 events: 3 pages of the log
+    log.AddAppEvent(MakeApp(wire::EventKind::kStepBegin, step % 4, step, kT0 + step * kNsPerMs));
+    log.AddAppEvent(MakeApp(wire::EventKind::kStepEnd, step % 4, step, kT0 + step * kNsPerMs + 1));
+  }
+  for (int i = 0; i < 600; ++i) {  // 3 pages of transients
+    TransientEvent t;
+    t.signal = "titan_gpu_utilization_ratio{gpu=\"0\"}";
+    t.detection = Detection{"mad", "dip", kT0 + i * kNsPerMs, kT0 + i * kNsPerMs, 0, 1, 6, 1, 0};
+    t.summary = "dip " + std::to_string(i);
+    log.AddTransient(t);
+  }
+  const DumpRequest request{kT0 - kNsPerSecond, kT0 + 60 * kNsPerSecond, ""};
+  for (DumpFormat format : {DumpFormat::kPerfetto, DumpFormat::kCsv}) {
+    std::string whole;
+    if (format == DumpFormat::kPerfetto) {
+      RenderPerfettoDump(registry, log, request, &whole);
+    } else {
+      RenderCsvDump(registry, request, &whole);
+    }
+    DumpRenderer renderer(registry, &log, request, format);
+    std::string streamed, piece;
+    int pieces = 0;
+    while (renderer.Next(4096, &piece)) {
+      ASSERT_FALSE(piece.empty());
+      ASSERT_LT(piece.size(), 4096u + 1024u) << "piece " << pieces;
+      streamed += piece;
+      piece.clear();
+      ++pieces;
+    }
+    EXPECT_FALSE(renderer.Next(4096, &piece));
+    EXPECT_TRUE(piece.empty());
+    EXPECT_GT(pieces, 50);
+    EXPECT_EQ(streamed, whole);
+  }
+  std::string json_text;
+  RenderPerfettoDump(registry, log, request, &json_text);
+  auto json = nlohmann::json::parse(json_text);
+  int counters = 0, steps = 0, transients = 0;
+  for (const auto& e : json["traceEvents"]) {
+    counters += e["ph"] == "C";
+    steps += e["ph"] == "X" && e["pid"] == 2;
+    transients += e["ph"] == "X" && e["pid"] == 3;
+  }
+  EXPECT_EQ(counters, 9000);
+  EXPECT_EQ(steps, 5000);
+  EXPECT_EQ(transients, 600);
+}
+
 class AgentTest : public ::testing::Test {
  protected:
   AgentOptions Options() {

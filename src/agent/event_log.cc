@@ -1,5 +1,8 @@
 #include "src/agent/event_log.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include <nlohmann/json.hpp>
 
 namespace titan {
@@ -41,15 +44,25 @@ std::vector<TransientEvent> EventLog::TransientsAfter(uint64_t after_id, size_t 
 }
 
 std::vector<AppEvent> EventLog::AppEventsBetween(int64_t from_ns, int64_t to_ns) const {
-  std::lock_guard<std::mutex> lock(mutex_);
   std::vector<AppEvent> out;
-  const size_t n = app_ring_.size();
-  const size_t start = n < max_app_events_ ? 0 : app_next_;
-  for (size_t i = 0; i < n; ++i) {
-    const AppEvent& e = app_ring_[(start + i) % n];
-    if (e.time_ns >= from_ns && e.time_ns <= to_ns) out.push_back(e);
-  }
+  uint64_t cursor = 0;
+  AppEventsPage(from_ns, to_ns, &cursor, SIZE_MAX, &out);
   return out;
+}
+
+bool EventLog::AppEventsPage(int64_t from_ns, int64_t to_ns, uint64_t* cursor, size_t max_scanned,
+                             std::vector<AppEvent>* out) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Event number k (0-based, of every event ever added) sits at app_ring_[k % max_app_events_]
+  // while it is kept: the ring fills in order, then overwrites its oldest entry.
+  const uint64_t oldest = app_total_ - app_ring_.size();
+  uint64_t k = std::max(*cursor, oldest);
+  for (size_t scanned = 0; k < app_total_ && scanned < max_scanned; ++k, ++scanned) {
+    const AppEvent& e = app_ring_[k % max_app_events_];
+    if (e.time_ns >= from_ns && e.time_ns <= to_ns) out->push_back(e);
+  }
+  *cursor = k;
+  return k < app_total_;
 }
 
 uint64_t EventLog::transient_count() const {

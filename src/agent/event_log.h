@@ -49,6 +49,12 @@ class EventLog {
   std::vector<TransientEvent> TransientsAfter(uint64_t after_id, size_t limit) const;
   // App events with from_ns <= time <= to_ns, in arrival order.
   std::vector<AppEvent> AppEventsBetween(int64_t from_ns, int64_t to_ns) const;
+  // The same a page at a time, without copying the ring whole: appends to *out the events with
+  // from_ns <= time <= to_ns among the next `max_scanned` kept ones from *cursor on (start at 0;
+  // events overwritten since are skipped) and moves *cursor past them. Returns false when no
+  // event is left after *cursor.
+  bool AppEventsPage(int64_t from_ns, int64_t to_ns, uint64_t* cursor, size_t max_scanned,
+                     std::vector<AppEvent>* out) const;
   uint64_t transient_count() const;
   uint64_t app_event_count() const;
 

@@ -1,7 +1,11 @@
 #include "src/agent/step_tracker.h"
 
+#include <algorithm>
+#include <cstring>
+#include <iterator>
 #include <string>
 
+#include "src/base/check.h"
 #include "src/base/clock.h"
 #include "src/client/wire_parse.h"
 
@@ -50,6 +54,30 @@ const SignalDesc kAppEvents{"titan_app_events_total",
                             SignalKind::kCounter,
                             {"kind"},
                             {}};
+const SignalDesc kRanksEvicted{"titan_ranks_evicted_total",
+                               "Idle ranks dropped from the agent's full rank table.",
+                               SignalKind::kCounter,
+                               {},
+                               {}};
+const SignalDesc kRankEventsDropped{
+    "titan_rank_events_dropped_total",
+    "Events of ranks the agent could not track, by reason (rank_table_full, series_limit).",
+    SignalKind::kCounter,
+    {"reason"},
+    {}};
+// The series of one rank, in the order of StepTracker::RankState::AllSeries().
+struct RankSeriesSpec {
+  const SignalDesc* desc;
+  int64_t interval_ns;  // sizes the recorder ring; 0 for counters (not recorded)
+};
+const RankSeriesSpec kRankSeries[] = {{&kStepDuration, kStepInterval},
+                                      {&kStepsTotal, 0},
+                                      {&kStragglerScore, kStepInterval},
+                                      {&kLateness, kStepInterval},
+                                      {&kCheckpointDuration, kStepInterval},
+                                      {&kCheckpointTotal, 0},
+                                      {&kCheckpointBytes, 0}};
+constexpr const char* kDropReasonNames[] = {"rank_table_full", "series_limit"};
 const SignalDesc kUnmatched{"titan_app_events_unmatched_total",
                             "step_end / checkpoint_end events without their begin event.",
                             SignalKind::kCounter,
@@ -58,33 +86,101 @@ const SignalDesc kUnmatched{"titan_app_events_unmatched_total",
 
 }  // namespace
 
-StepTracker::StepTracker(MetricRegistry& registry, WatchedProcesses& processes)
+AppEvent ToAppEvent(const wire::ParsedEvent& e) {
+  AppEvent a{};
+  a.time_ns = e.time_ns;
+  a.step = e.step;
+  a.value = e.value;
+  a.rank = e.rank;
+  a.pid = e.pid();
+  a.kind = e.kind;
+  std::memcpy(a.name, e.name_bytes.data(), std::min<size_t>(e.name_size, wire::kNameBytes - 1));
+  return a;
+}
+
+StepTracker::StepTracker(MetricRegistry& registry, WatchedProcesses& processes, size_t max_ranks)
     : registry_(registry),
       processes_(processes),
-      unmatched_(registry.GetOrCreate(kUnmatched, {}, 0)) {
+      max_ranks_(max_ranks),
+      unmatched_(registry.GetOrCreate(kUnmatched, {}, 0)),
+      evicted_(registry.GetOrCreate(kRanksEvicted, {}, 0)) {
+  TITAN_CHECK(max_ranks_ >= 1) << "StepTracker needs room for one rank";
+  for (int r = 0; r < kDropReasonCount; ++r) {
+    dropped_[r] = registry.GetOrCreate(kRankEventsDropped, {kDropReasonNames[r]}, 0);
+  }
   for (uint16_t k = 1; k <= wire::kMaxKind; ++k) {
     kind_counters_[k] = registry.GetOrCreate(
         kAppEvents, {std::string(wire::EventKindName(static_cast<wire::EventKind>(k)))}, 0);
   }
 }
 
-StepTracker::RankState* StepTracker::StateFor(int32_t rank) {
-  auto it = ranks_.find(rank);
-  if (it != ranks_.end()) return &it->second;
-  if (ranks_.size() >= kMaxRanks) return nullptr;
-  RankState& s = ranks_[rank];
-  const LabelValues labels{std::to_string(rank)};
-  s.step_duration = registry_.GetOrCreate(kStepDuration, labels, kStepInterval);
-  s.steps_total = registry_.GetOrCreate(kStepsTotal, labels, 0);
-  s.straggler_score = registry_.GetOrCreate(kStragglerScore, labels, kStepInterval);
-  s.lateness = registry_.GetOrCreate(kLateness, labels, kStepInterval);
-  s.checkpoint_duration = registry_.GetOrCreate(kCheckpointDuration, labels, kStepInterval);
-  s.checkpoint_total = registry_.GetOrCreate(kCheckpointTotal, labels, 0);
-  s.checkpoint_bytes = registry_.GetOrCreate(kCheckpointBytes, labels, 0);
-  return &s;
+StepTracker::RankState* StepTracker::StateFor(int32_t rank, int64_t receive_ns, int64_t time_ns) {
+  if (auto it = ranks_.find(rank); it != ranks_.end()) {
+    it->second.last_heard_ns = receive_ns;
+    lru_.splice(lru_.begin(), lru_, it->second.lru_node);
+    return &it->second;
+  }
+  // A full table, or a registry without room for the rank's series: the least recently heard
+  // rank makes room if it has been idle long enough.
+  auto evict_idle = [&] {
+    if (lru_.empty() || receive_ns - ranks_.at(lru_.back()).last_heard_ns < kRankIdleNs) {
+      return false;
+    }
+    Evict(lru_.back(), time_ns);
+    return true;
+  };
+  if (ranks_.size() >= max_ranks_ && !evict_idle()) {
+    Drop(kRankTableFull, rank, time_ns);
+    return nullptr;
+  }
+  RankState state;
+  if (!CreateSeries(rank, &state) && !(evict_idle() && CreateSeries(rank, &state))) {
+    Drop(kSeriesLimit, rank, time_ns);
+    return nullptr;
+  }
+  state.last_heard_ns = receive_ns;
+  lru_.push_front(rank);
+  state.lru_node = lru_.begin();
+  return &ranks_.emplace(rank, state).first->second;
 }
 
-void StepTracker::OnEvent(const AppEvent& e) {
+bool StepTracker::CreateSeries(int32_t rank, RankState* s) {
+  const LabelValues labels{std::to_string(rank)};
+  const std::array<Series**, 7> all = s->AllSeries();
+  bool complete = true;
+  for (size_t i = 0; i < all.size(); ++i) {
+    *all[i] = registry_.GetOrCreate(*kRankSeries[i].desc, labels, kRankSeries[i].interval_ns);
+    complete &= *all[i] != nullptr;
+  }
+  if (!complete) {
+    // A rank with half its series would be silently half-blind: give back what was made.
+    for (Series** p : all) registry_.Retire(*p);
+  }
+  return complete;
+}
+
+void StepTracker::Evict(int32_t rank, int64_t time_ns) {
+  auto it = ranks_.find(rank);
+  RankState& s = it->second;
+  // When the registry already keeps max_retired_series, a series stays live (and counted).
+  for (Series** p : s.AllSeries()) registry_.Retire(*p);
+  lru_.erase(s.lru_node);
+  ranks_.erase(it);
+  if (rank >= 0) scorer_.Forget(rank);
+  if (evicted_) evicted_->AddCounter(time_ns, 1);
+}
+
+void StepTracker::Drop(DropReason reason, int32_t rank, int64_t time_ns) {
+  if (dropped_[reason]) dropped_[reason]->AddCounter(time_ns, 1);
+  drop_log_.Log(LogLevel::kWarning, "agent",
+                "events of rank {} dropped ({}): the agent tracks {} of at most {} ranks, none "
+                "silent for {} s, and {} series (--max-series); see "
+                "titan_rank_events_dropped_total",
+                rank, kDropReasonNames[reason], ranks_.size(), max_ranks_,
+                kRankIdleNs / kNsPerSecond, registry_.series_count());
+}
+
+void StepTracker::OnEvent(const AppEvent& e, int64_t receive_ns) {
   const auto kind_index = static_cast<uint16_t>(e.kind);
   if (kind_index <= wire::kMaxKind && kind_counters_[kind_index]) {
     kind_counters_[kind_index]->AddCounter(e.time_ns, 1);
@@ -96,7 +192,7 @@ void StepTracker::OnEvent(const AppEvent& e) {
       processes_.Watch(e.pid, e.rank);
     }
   }
-  RankState* s = StateFor(e.rank);
+  RankState* s = StateFor(e.rank, receive_ns, e.time_ns);
   if (s == nullptr) return;
   switch (e.kind) {
     case wire::EventKind::kStepBegin:

@@ -1,8 +1,86 @@
 #include "src/collectors/collector_support.h"
 
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "src/base/clock.h"
 #include "src/base/text.h"
+#include "src/metrics/registry.h"
 
 namespace titan::collectors_internal {
+namespace {
+
+const SignalDesc kReadingsDropped{
+    "titan_collector_readings_dropped_total",
+    "Counter readings a collector dropped, by reason (counter_reset: went backwards; "
+    "counter_jump: grew faster than the field's physical bound).",
+    SignalKind::kCounter,
+    {"collector", "reason"},
+    {}};
+
+}  // namespace
+
+CounterStep ResettableCounter::Advance(uint64_t reading, double max_per_second, int64_t interval_ns,
+                                       uint64_t* delta) {
+  *delta = 0;
+  const uint64_t previous = value;
+  const bool had = seen;
+  value = reading;
+  seen = true;
+  if (!had) {
+    total = static_cast<double>(reading);
+    return CounterStep::kFirst;
+  }
+  const double bound = max_per_second * static_cast<double>(std::max<int64_t>(interval_ns, 0)) /
+                       static_cast<double>(kNsPerSecond);
+  if (reading < previous) {
+    if (static_cast<double>(reading) <= bound) total += static_cast<double>(reading);
+    return CounterStep::kRestarted;
+  }
+  if (static_cast<double>(reading - previous) > bound) return CounterStep::kImplausible;
+  *delta = reading - previous;
+  total += static_cast<double>(*delta);
+  return CounterStep::kDelta;
+}
+
+void ReportDropped(const CollectorContext& ctx, std::string_view collector, DropReason reason,
+                   std::string_view what) {
+  if (ctx.registry != nullptr) {
+    const char* name = reason == DropReason::kCounterReset ? "counter_reset" : "counter_jump";
+    if (Series* s =
+            ctx.registry->GetOrCreate(kReadingsDropped, {std::string(collector), name}, 0)) {
+      s->AddCounter(WallNowNs(), 1);
+    }
+  }
+  ReportInvalid(ctx, collector, what);
+}
+
+bool AdvanceAll(const CollectorContext& ctx, std::string_view collector, std::string_view source,
+                std::string_view device, size_t n, const uint64_t* readings,
+                const double* max_per_second, int64_t interval_ns, ResettableCounter* counters,
+                uint64_t* delta) {
+  bool all = true, restarted = false, jumped = false;
+  for (size_t i = 0; i < n; ++i) {
+    const CounterStep step =
+        counters[i].Advance(readings[i], max_per_second[i], interval_ns, &delta[i]);
+    all &= step == CounterStep::kDelta;
+    restarted |= step == CounterStep::kRestarted;
+    jumped |= step == CounterStep::kImplausible;
+  }
+  if (restarted) {
+    ReportDropped(ctx, collector, DropReason::kCounterReset,
+                  fmt::format("{} counter of {} went backwards (device reset?)", source, device));
+  }
+  if (jumped) {
+    ReportDropped(ctx, collector, DropReason::kCounterJump,
+                  fmt::format("{} counter of {} grew faster than physically possible; interval "
+                              "dropped",
+                              source, device));
+  }
+  return all;
+}
 
 int ParseUintFields(std::string_view* rest, uint64_t* out, int max_fields, bool* bad) {
   int parsed = 0;

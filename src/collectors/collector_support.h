@@ -74,22 +74,48 @@ struct MonotonicCounter {
   }
 };
 
-// A counter of a device that can be re-created (a network interface, a disk, an HCA port): a
-// value below the previous one is taken as a restart from zero. Returns true and sets *delta when
-// a delta over the last interval is known (not on the first reading nor after a restart).
-struct ResettableCounter {
-  uint64_t value = 0;
-  bool seen = false;
-  bool Advance(uint64_t reading, uint64_t* delta, bool* restarted) {
-    const bool had = seen;
-    const bool back = seen && reading < value;
-    if (back) *restarted = true;
-    *delta = had && !back ? reading - value : 0;
-    value = reading;
-    seen = true;
-    return had && !back;
-  }
+// How one reading of a ResettableCounter moved.
+enum class CounterStep {
+  kFirst,        // the first reading: no delta yet
+  kDelta,        // *delta is the increase since the previous reading
+  kRestarted,    // below the previous reading: the device was re-created and counts from zero
+  kImplausible,  // more than the field's physical bound allows since the previous reading
 };
+
+// A counter of a device that can be re-created (a network interface, a disk, an HCA port).
+// Every reading is checked against `max_per_second`, the most the field can physically grow per
+// second (a documented bound per field, e.g. bytes of 4 x 400 Gbit/s links):
+//  - an increase beyond max_per_second x the interval is a glitch (a driver reporting 2^64-1):
+//    no delta for the interval, nothing added to the total;
+//  - a decrease is a restart from zero: no delta for the interval; the new reading is added to
+//    the total when it is itself plausible;
+// and either way the next reading is measured from this one, so a counter that really jumped
+// costs one interval, not all later ones. `total` (first reading + plausible increases) is what
+// callers export: it never goes backwards and never takes a glitch in.
+struct ResettableCounter {
+  uint64_t value = 0;  // the last reading
+  double total = 0;
+  bool seen = false;
+  CounterStep Advance(uint64_t reading, double max_per_second, int64_t interval_ns,
+                      uint64_t* delta);
+};
+
+// Why a collector dropped a reading, for titan_collector_readings_dropped_total{collector,reason}.
+enum class DropReason { kCounterReset, kCounterJump };
+
+// Counts a dropped reading by reason and reports it through ReportInvalid (which counts it in
+// titan_collector_invalid_samples_total and logs `what`, rate-limited).
+void ReportDropped(const CollectorContext& ctx, std::string_view collector, DropReason reason,
+                   std::string_view what);
+
+// Advances `counters[i]` with `readings[i]` (bounds `max_per_second[i]`) over `interval_ns`, for
+// each of the n fields of one device; sets delta[i] and returns whether every field has a delta.
+// Restarts and glitches are reported once per call (ReportDropped), naming `source` (the file,
+// e.g. "net/dev") and `device`. Allocates only to report.
+bool AdvanceAll(const CollectorContext& ctx, std::string_view collector, std::string_view source,
+                std::string_view device, size_t n, const uint64_t* readings,
+                const double* max_per_second, int64_t interval_ns, ResettableCounter* counters,
+                uint64_t* delta);
 
 // Per-second rate of `delta` over `interval_ns`; false when the interval is not positive.
 inline bool RatePerSecond(double delta, int64_t interval_ns, double* out) {

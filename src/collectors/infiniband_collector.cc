@@ -26,6 +26,12 @@ constexpr CounterFile kCounterFiles[] = {
     {"port_xmit_wait", 1, false},
 };
 constexpr size_t kCounterCount = std::size(kCounterFiles);
+// The most each counter of kCounterFiles can grow per second on one port: data of 1.6 Tbit/s
+// (in 4-byte words), packets of that rate in minimum-size packets for the error and discard
+// counts, 1e4 link downs, and 1e10 wait ticks. A faster increase is a glitch and drops the
+// interval (see ResettableCounter).
+constexpr double kMaxPerSecond[kCounterCount] = {
+    1.6e12 / 8 / 4, 1.6e12 / 8 / 4, 3e9, 3e9, 1e4, 3e9, 1e10};
 
 struct Descs {
   SignalDesc counters[kCounterCount] = {
@@ -160,25 +166,23 @@ Status InfinibandCollector::Init(const CollectorContext& ctx) {
 }
 
 Status InfinibandCollector::CollectPort(Port& port, int64_t now_ns) {
-  uint64_t delta[kCounterCount] = {};
-  bool have_delta[kCounterCount] = {};
-  bool restarted = false;
+  uint64_t readings[kCounterCount] = {};  // a counter file the port lacks stays 0
   for (size_t c = 0; c < kCounterCount; ++c) {
     if (port.counters[c] == nullptr) continue;
-    uint64_t value = 0;
     TITAN_RETURN_IF_ERROR(
-        collectors_internal::ReadAndParse(*port.counters[c], ParseIbCounter, &value));
-    have_delta[c] = port.values[c].Advance(value, &delta[c], &restarted);
-    collectors_internal::SetCounter(port.counter_series[c], now_ns,
-                                    static_cast<double>(value) * kCounterFiles[c].scale);
+        collectors_internal::ReadAndParse(*port.counters[c], ParseIbCounter, &readings[c]));
   }
-  if (restarted) {
-    collectors_internal::ReportInvalid(ctx_, name(), "InfiniBand counter went backwards");
+  uint64_t delta[kCounterCount] = {};
+  const bool have_delta = collectors_internal::AdvanceAll(
+      ctx_, name(), "InfiniBand", port.path, kCounterCount, readings, kMaxPerSecond,
+      now_ns - port.last_ns, port.values, delta);
+  for (size_t c = 0; c < kCounterCount; ++c) {
+    collectors_internal::SetCounter(port.counter_series[c], now_ns,
+                                    port.values[c].total * kCounterFiles[c].scale);
   }
   double rate = 0;
-  if (have_delta[0] && have_delta[1] &&
-      collectors_internal::RatePerSecond(static_cast<double>(delta[0]) * 4, now_ns - port.last_ns,
-                                         &rate)) {
+  if (have_delta && collectors_internal::RatePerSecond(static_cast<double>(delta[0]) * 4,
+                                                       now_ns - port.last_ns, &rate)) {
     collectors_internal::RecordGauge(port.receive_rate, now_ns, rate);
     collectors_internal::RatePerSecond(static_cast<double>(delta[1]) * 4, now_ns - port.last_ns,
                                        &rate);

@@ -15,6 +15,15 @@ using collectors_internal::ResettableCounter;
 constexpr int kProcColumns = 16;
 // /proc/net/dev column of each NetDevStats::Column.
 constexpr int kSourceColumn[NetDevStats::kColumnCount] = {0, 1, 2, 3, 8, 9, 10, 11};
+// The most each column can grow per second on one interface: bytes of 1.6 Tbit/s (4 x 400
+// Gbit/s links bonded), and packets (errors and drops are packets) of that rate in minimum
+// 64-byte frames with their 20 bytes of preamble and gap (2.4e9/s), rounded up. A faster increase
+// is a glitch (a driver reporting 2^64-1) and drops the interval (see ResettableCounter).
+constexpr double kMaxBytesPerSecond = 1.6e12 / 8;
+constexpr double kMaxPacketsPerSecond = 3e9;
+constexpr double kMaxPerSecond[NetDevStats::kColumnCount] = {
+    kMaxBytesPerSecond, kMaxPacketsPerSecond, kMaxPacketsPerSecond, kMaxPacketsPerSecond,
+    kMaxBytesPerSecond, kMaxPacketsPerSecond, kMaxPacketsPerSecond, kMaxPacketsPerSecond};
 
 struct Descs {
   SignalDesc counters[NetDevStats::kColumnCount] = {
@@ -115,17 +124,12 @@ Status NetCollector::Collect(int64_t now_ns) {
       continue;
     }
     if (created) Resolve(*entry, stats.name);
-    bool restarted = false;
-    bool have_delta = true;
     uint64_t delta[NetDevStats::kColumnCount];
+    const bool have_delta = collectors_internal::AdvanceAll(
+        ctx_, name(), "net/dev", stats.name, NetDevStats::kColumnCount, stats.value, kMaxPerSecond,
+        now_ns - entry->last_ns, entry->values, delta);
     for (int c = 0; c < NetDevStats::kColumnCount; ++c) {
-      have_delta &= entry->values[c].Advance(stats.value[c], &delta[c], &restarted);
-      collectors_internal::SetCounter(entry->counters[c], now_ns,
-                                      static_cast<double>(stats.value[c]));
-    }
-    if (restarted) {
-      collectors_internal::ReportInvalid(ctx_, name(),
-                                         "net/dev counter went backwards (interface reset?)");
+      collectors_internal::SetCounter(entry->counters[c], now_ns, entry->values[c].total);
     }
     double rate = 0;
     if (have_delta &&

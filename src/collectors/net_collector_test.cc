@@ -76,22 +76,65 @@ TEST(NetCollectorTest, CountersAndThroughput) {
   EXPECT_TRUE(t.invalid().empty());
 }
 
-TEST(NetCollectorTest, RecreatedInterfaceCountsOnAndSkipsOneRate) {
+// A net collector on a scratch /proc whose eth0 first reads 1000 bytes each way at kT0.
+class NetCollectorOnEth0 : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::WriteFile(roots.proc() / "net/dev", NetDev(1000, 1000));
+    ASSERT_TRUE(collector.Init(t.ctx()).ok());
+    ASSERT_TRUE(collector.Collect(kT0).ok());
+  }
+  // Rewrites /proc/net/dev with eth0's byte counters and collects at kT0 + `seconds`.
+  void CollectAt(int seconds, uint64_t rx_bytes, uint64_t tx_bytes) {
+    testing::WriteFile(roots.proc() / "net/dev", NetDev(rx_bytes, tx_bytes));
+    ASSERT_TRUE(collector.Collect(kT0 + seconds * kSecond).ok());
+  }
+
   ScratchRoots roots;
-  testing::WriteFile(roots.proc() / "net/dev", NetDev(1000, 1000));
-  TestContext t(roots.env());
+  TestContext t{roots.env()};
   NetCollector collector;
-  ASSERT_TRUE(collector.Init(t.ctx()).ok());
-  ASSERT_TRUE(collector.Collect(kT0).ok());
-  testing::WriteFile(roots.proc() / "net/dev", NetDev(100, 100));  // eth0 was re-created
-  ASSERT_TRUE(collector.Collect(kT0 + kSecond).ok());
+};
+
+TEST_F(NetCollectorOnEth0, RecreatedInterfaceCountsOnAndSkipsOneRate) {
+  CollectAt(1, 100, 100);  // eth0 was re-created
   EXPECT_EQ(t.invalid().size(), 1u);
   EXPECT_EQ(t.Samples("titan_network_receive_bytes_per_second{device=\"eth0\"}"), 0u);
   EXPECT_DOUBLE_EQ(t.Counter("titan_network_receive_bytes_total{device=\"eth0\"}"), 1100);
-  testing::WriteFile(roots.proc() / "net/dev", NetDev(300, 100));
-  ASSERT_TRUE(collector.Collect(kT0 + 2 * kSecond).ok());
+  CollectAt(2, 300, 100);
   EXPECT_DOUBLE_EQ(t.Last("titan_network_receive_bytes_per_second{device=\"eth0\"}"), 200);
   EXPECT_DOUBLE_EQ(t.Counter("titan_network_receive_bytes_total{device=\"eth0\"}"), 1300);
+}
+
+// Issue 15 #14: a /proc/net/dev counter read as 2^64-1 was exported as 1.85e20 B/s.
+TEST_F(NetCollectorOnEth0, ACounterJumpBeyondThePhysicalBoundDropsTheIntervalAndIsCounted) {
+  const std::string rate = "titan_network_receive_bytes_per_second{device=\"eth0\"}";
+  const std::string total = "titan_network_receive_bytes_total{device=\"eth0\"}";
+  CollectAt(1, UINT64_MAX, 1100);
+  EXPECT_EQ(t.Samples(rate), 0u);
+  EXPECT_EQ(t.Samples("titan_network_transmit_bytes_per_second{device=\"eth0\"}"), 0u);
+  EXPECT_DOUBLE_EQ(t.Counter(total), 1000);  // the glitch is not in the total either
+  EXPECT_DOUBLE_EQ(
+      t.Counter(
+          "titan_collector_readings_dropped_total{collector=\"net\",reason=\"counter_jump\"}"),
+      1);
+  ASSERT_EQ(t.invalid().size(), 1u);
+  EXPECT_NE(t.invalid()[0].find("eth0"), std::string::npos) << t.invalid()[0];
+
+  // Back to normal: a reading below the glitch is a restart (one more dropped interval, counted),
+  // then rates resume; nothing implausible was ever exported.
+  CollectAt(2, 3000, 1200);
+  CollectAt(3, 4000, 1300);
+  EXPECT_DOUBLE_EQ(t.Last(rate), 1000);
+  EXPECT_EQ(t.Samples(rate), 1u);
+  EXPECT_DOUBLE_EQ(
+      t.Counter(
+          "titan_collector_readings_dropped_total{collector=\"net\",reason=\"counter_reset\"}"),
+      1);
+  EXPECT_LT(t.Counter(total), 1e6);
+
+  // The largest plausible increase (1.6 Tbit/s for a second) is data, not a glitch.
+  CollectAt(4, 4000 + 200'000'000'000, 1400);
+  EXPECT_DOUBLE_EQ(t.Last(rate), 200'000'000'000);
 }
 
 TEST(NetCollectorTest, LoopbackOnRequest) {

@@ -69,6 +69,17 @@ Status StragglerScorer::Observe(int64_t rank, int64_t step, int64_t duration_ns)
   return OkStatus();
 }
 
+void StragglerScorer::Forget(int64_t rank) {
+  auto it = index_.find(rank);
+  if (it == index_.end()) return;
+  const int32_t removed = it->second;
+  ranks_.erase(ranks_.begin() + removed);
+  index_.erase(it);
+  for (auto& [other, position] : index_) {
+    if (position > removed) --position;
+  }
+}
+
 std::vector<RankScore> StragglerScorer::Scores() const {
   const size_t rank_count = ranks_.size();
   const int64_t window = options_.window_steps;

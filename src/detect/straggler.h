@@ -61,6 +61,10 @@ class StragglerScorer {
   // Steps older than the window are dropped silently (counted in stale_reports()).
   Status Observe(int64_t rank, int64_t step, int64_t duration_ns);
 
+  // Forgets `rank` and its reports (a rank that left the node), freeing its place among
+  // max_ranks. No-op for a rank never seen. O(ranks).
+  void Forget(int64_t rank);
+
   // One entry per rank seen, ordered by rank.
   std::vector<RankScore> Scores() const;
 

@@ -139,5 +139,22 @@ TEST(StragglerScorerTest, BoundedMemoryAndInputErrors) {
   EXPECT_EQ(scores[1].median_lateness_ns, 2000);
 }
 
+TEST(StragglerScorerTest, ForgetFreesThePlaceOfARankThatLeft) {
+  StragglerScorerOptions options;
+  options.max_ranks = 2;
+  StragglerScorer scorer(options);
+  ASSERT_TRUE(scorer.Observe(5, 0, 1000).ok());
+  ASSERT_TRUE(scorer.Observe(6, 0, 3000).ok());
+  EXPECT_EQ(scorer.Observe(7, 0, 1000).code(), StatusCode::kResourceExhausted);
+  scorer.Forget(5);
+  scorer.Forget(42);  // never seen: nothing happens
+  ASSERT_TRUE(scorer.Observe(7, 0, 1000).ok());
+  const std::vector<RankScore> scores = scorer.Scores();
+  ASSERT_EQ(scores.size(), 2u);
+  EXPECT_EQ(scores[0].rank, 6);
+  EXPECT_EQ(scores[0].median_lateness_ns, 2000);  // against rank 7 only: 5's report is gone
+  EXPECT_EQ(scores[1].rank, 7);
+}
+
 }  // namespace
 }  // namespace titan

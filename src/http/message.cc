@@ -28,20 +28,52 @@ std::string_view Request::path() const {
   return q == std::string_view::npos ? t : t.substr(0, q);
 }
 
-std::string_view Request::QueryParam(std::string_view key) const {
+std::optional<std::string_view> Request::FindQueryParam(std::string_view key) const {
   std::string_view t = target;
   size_t q = t.find('?');
-  if (q == std::string_view::npos) return {};
+  if (q == std::string_view::npos) return std::nullopt;
   std::string_view query = t.substr(q + 1);
   while (!query.empty()) {
     size_t amp = query.find('&');
     std::string_view pair = query.substr(0, amp);
     size_t eq = pair.find('=');
-    if (pair.substr(0, eq) == key) return eq == std::string_view::npos ? "" : pair.substr(eq + 1);
+    if (pair.substr(0, eq) == key) {
+      return eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    }
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);
   }
-  return {};
+  return std::nullopt;
+}
+
+std::string_view Request::QueryParam(std::string_view key) const {
+  return FindQueryParam(key).value_or(std::string_view());
+}
+
+std::optional<std::string> Request::DecodedQueryParam(std::string_view key) const {
+  const std::optional<std::string_view> raw = FindQueryParam(key);
+  if (!raw) return std::nullopt;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(raw->size());
+  for (size_t i = 0; i < raw->size(); ++i) {
+    const char c = (*raw)[i];
+    if (c == '+') {
+      out += ' ';
+    } else if (c == '%' && i + 2 < raw->size() && hex((*raw)[i + 1]) >= 0 &&
+               hex((*raw)[i + 2]) >= 0) {
+      out += static_cast<char>(hex((*raw)[i + 1]) * 16 + hex((*raw)[i + 2]));
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 std::string_view ReasonPhrase(int status) {

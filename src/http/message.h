@@ -4,6 +4,7 @@
 // Thread safety: plain values.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,6 +34,12 @@ struct Request {
   std::string_view path() const;
   // The value of query parameter `key` ("" when absent; not percent-decoded).
   std::string_view QueryParam(std::string_view key) const;
+  // The value of query parameter `key` percent-decoded ('+' is a space; a malformed escape is
+  // kept as sent), nullopt when the parameter is absent ("x" and "x=" give "").
+  std::optional<std::string> DecodedQueryParam(std::string_view key) const;
+
+ private:
+  std::optional<std::string_view> FindQueryParam(std::string_view key) const;
 };
 
 // The reason phrase of a status code ("Too Many Requests"), "Unknown" for unknown codes.

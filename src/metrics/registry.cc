@@ -16,24 +16,57 @@ Series* MetricRegistry::GetOrCreate(const SignalDesc& desc, LabelValues labels,
     dropped_series_.fetch_add(1);
     return nullptr;
   }
-  size_t capacity = 0;
-  if (sample_interval_ns > 0) {
-    capacity = static_cast<size_t>(options_.recorder_duration_ns / sample_interval_ns) + 1;
-    const size_t left =
-        options_.recorder_budget_bytes > recorder_bytes_
-            ? (options_.recorder_budget_bytes - recorder_bytes_) / sizeof(RecordedPoint)
-            : 0;
-    capacity = std::min(capacity, left);
+  std::unique_ptr<Series> series;
+  if (!retired_.empty()) {
+    if (auto node = retired_.extract(std::make_pair(desc.name, labels))) {
+      series = std::move(node.mapped());
+      series->ResetRecorder(ReserveRecorderLocked(sample_interval_ns));
+    }
   }
-  recorder_bytes_ += capacity * sizeof(RecordedPoint);
-  auto series = std::make_unique<Series>(*family.desc, labels, capacity);
-  if (observer_factory_) series->SetObserver(observer_factory_(*series));
+  if (series == nullptr) {
+    series =
+        std::make_unique<Series>(*family.desc, labels, ReserveRecorderLocked(sample_interval_ns));
+    if (observer_factory_) series->SetObserver(observer_factory_(*series));
+  }
   Series* raw = series.get();
   family.by_labels.emplace(std::move(labels), raw);
   family.series.push_back(std::move(series));
   by_key_.emplace(raw->Key(), raw);
   ++series_count_;
   return raw;
+}
+
+size_t MetricRegistry::ReserveRecorderLocked(int64_t sample_interval_ns) {
+  if (sample_interval_ns <= 0) return 0;
+  const size_t wanted = static_cast<size_t>(options_.recorder_duration_ns / sample_interval_ns) + 1;
+  const size_t left =
+      options_.recorder_budget_bytes > recorder_bytes_
+          ? (options_.recorder_budget_bytes - recorder_bytes_) / sizeof(RecordedPoint)
+          : 0;
+  const size_t capacity = std::min(wanted, left);
+  recorder_bytes_ += capacity * sizeof(RecordedPoint);
+  return capacity;
+}
+
+bool MetricRegistry::Retire(Series* series) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (series == nullptr || retired_.size() >= options_.max_retired_series) return false;
+  auto family = families_.find(series->desc().name);
+  if (family == families_.end()) return false;
+  auto label_it = family->second.by_labels.find(series->labels());
+  if (label_it == family->second.by_labels.end() || label_it->second != series) return false;
+  auto& owned = family->second.series;
+  auto it = std::find_if(owned.begin(), owned.end(),
+                         [series](const auto& s) { return s.get() == series; });
+  std::unique_ptr<Series> taken = std::move(*it);
+  owned.erase(it);
+  family->second.by_labels.erase(label_it);
+  by_key_.erase(series->Key());
+  --series_count_;
+  recorder_bytes_ -= std::min(recorder_bytes_, series->recorder_capacity() * sizeof(RecordedPoint));
+  series->ReleaseMemory();
+  retired_.emplace(std::make_pair(series->desc().name, series->labels()), std::move(taken));
+  return true;
 }
 
 void MetricRegistry::SetObserverFactory(ObserverFactory factory) {
@@ -71,6 +104,11 @@ Series* MetricRegistry::Find(const std::string& key) const {
 size_t MetricRegistry::series_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return series_count_;
+}
+
+size_t MetricRegistry::retired_series_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return retired_.size();
 }
 
 size_t MetricRegistry::recorder_bytes() const {

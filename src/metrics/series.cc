@@ -49,6 +49,7 @@ Series::Series(const SignalDesc& desc, LabelValues labels, size_t recorder_capac
     : desc_(desc),
       labels_(std::move(labels)),
       label_text_(BuildLabelText(desc_, labels_)),
+      slots_(kMaxWindowSeconds + 2),
       bucket_counts_(desc.buckets.size() + 1, 0),
       ring_capacity_(recorder_capacity) {
   TITAN_CHECK(labels_.size() == desc_.label_names.size())
@@ -77,6 +78,7 @@ bool Series::RecordGauge(int64_t time_ns, double value) {
     std::lock_guard<std::mutex> lock(mutex_);
     RecordLocked(time_ns, value);
     const int64_t second = FloorSecond(time_ns);
+    if (slots_.empty()) return true;  // released (see ReleaseMemory): only the last value
     Slot& slot =
         slots_[static_cast<size_t>(second % (kMaxWindowSeconds + 2) + (kMaxWindowSeconds + 2)) %
                (kMaxWindowSeconds + 2)];
@@ -167,6 +169,28 @@ double Series::CounterValue() const {
 int64_t Series::LastTimeNs() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return last_time_ns_;
+}
+
+void Series::ReleaseMemory() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ring_ = {};
+  ring_capacity_ = 0;
+  ring_next_ = 0;
+  slots_ = {};
+}
+
+void Series::ResetRecorder(size_t recorder_capacity) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ring_ = {};
+  ring_.reserve(std::min<size_t>(recorder_capacity, 1024));
+  ring_capacity_ = recorder_capacity;
+  ring_next_ = 0;
+  if (slots_.empty()) slots_.assign(kMaxWindowSeconds + 2, Slot{});
+}
+
+size_t Series::recorder_capacity() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ring_capacity_;
 }
 
 void Series::RecorderRange(int64_t from_ns, int64_t to_ns, std::vector<RecordedPoint>* out) const {

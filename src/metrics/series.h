@@ -76,6 +76,15 @@ class Series {
   // Appends recorded points with from_ns <= time_ns <= to_ns, oldest first.
   void RecorderRange(int64_t from_ns, int64_t to_ns, std::vector<RecordedPoint>* out) const;
 
+  // For MetricRegistry::Retire: frees the recorder ring and the window slots, so that only the
+  // labels, last value, totals and histogram stay (a few hundred bytes). Later gauge readings
+  // update only the last value until ResetRecorder().
+  void ReleaseMemory();
+  // For a revived series: drops the recorded points, keeps `recorder_capacity` points from now
+  // on (0: no recording) and restores the window slots if ReleaseMemory() freed them.
+  void ResetRecorder(size_t recorder_capacity);
+  size_t recorder_capacity() const;
+
   void SetObserver(std::unique_ptr<SeriesObserver> observer) { observer_ = std::move(observer); }
   SeriesObserver* observer() const { return observer_.get(); }
 
@@ -95,7 +104,7 @@ class Series {
   mutable std::mutex mutex_;
   double last_ = 0;
   int64_t last_time_ns_ = 0;
-  Slot slots_[kMaxWindowSeconds + 2];
+  std::vector<Slot> slots_;              // kMaxWindowSeconds + 2; empty after ReleaseMemory()
   std::vector<uint64_t> bucket_counts_;  // non-cumulative, size buckets+1
   double hist_sum_ = 0;
   uint64_t hist_count_ = 0;

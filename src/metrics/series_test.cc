@@ -110,5 +110,54 @@ TEST(RegistryTest, BoundsSeriesCountAndRecorderBudget) {
             registry.GetOrCreate(kUtil, {"1"}, 0));
 }
 
+TEST(RegistryTest, RetiredSeriesFreeTheirPlaceAndReviveWithTheirTotals) {
+  RegistryOptions options;
+  options.max_series = 2;
+  options.max_retired_series = 1;
+  options.recorder_duration_ns = 10 * kNsPerSecond;
+  MetricRegistry registry(options);
+  Series* a = registry.GetOrCreate(kUtil, {"0"}, 100 * kNsPerMs);
+  Series* b = registry.GetOrCreate(kUtil, {"1"}, 100 * kNsPerMs);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  a->RecordGauge(kT0, 0.5);
+  EXPECT_EQ(registry.GetOrCreate(kUtil, {"2"}, 100 * kNsPerMs), nullptr);  // full
+  const size_t bytes_with_both = registry.recorder_bytes();
+
+  ASSERT_TRUE(registry.Retire(a));
+  EXPECT_EQ(registry.series_count(), 1u);
+  EXPECT_EQ(registry.retired_series_count(), 1u);
+  EXPECT_LT(registry.recorder_bytes(), bytes_with_both);
+  EXPECT_EQ(registry.Find(a->Key()), nullptr);
+  EXPECT_EQ(registry.AllSeries(), std::vector<Series*>{b});
+  std::vector<RecordedPoint> points;
+  a->RecorderRange(0, INT64_MAX, &points);  // still readable by holders of the old pointer
+  EXPECT_TRUE(points.empty());
+  EXPECT_FALSE(registry.Retire(a));  // not live any more
+  EXPECT_FALSE(registry.Retire(b));  // max_retired_series reached
+
+  Series* c = registry.GetOrCreate(kUtil, {"2"}, 100 * kNsPerMs);  // the freed place
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(registry.dropped_series(), 1u);
+}
+
+TEST(RegistryTest, RetiredSeriesIsRevivedForTheSameLabels) {
+  MetricRegistry registry;
+  Series* a = registry.GetOrCreate(kUtil, {"0"}, 100 * kNsPerMs);
+  ASSERT_NE(a, nullptr);
+  a->RecordGauge(kT0, 0.25);
+  ASSERT_TRUE(registry.Retire(a));
+  EXPECT_EQ(registry.GetOrCreate(kUtil, {"0"}, 100 * kNsPerMs), a);
+  EXPECT_EQ(registry.retired_series_count(), 0u);
+  EXPECT_EQ(registry.series_count(), 1u);
+  a->RecordGauge(kT0 + kNsPerSecond, 0.75);
+  const WindowStats stats = a->Window(kT0 + kNsPerSecond, 15);
+  EXPECT_EQ(stats.count, 1u);  // the window restarted with the revival
+  EXPECT_EQ(stats.max, 0.75);
+  std::vector<RecordedPoint> points;
+  a->RecorderRange(0, INT64_MAX, &points);
+  EXPECT_EQ(points.size(), 1u);
+}
+
 }  // namespace
 }  // namespace titan

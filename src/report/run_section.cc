@@ -22,8 +22,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // The ledger's phases in the order they stack (titan run's --ledger-json "seconds").
 constexpr std::pair<const char*, const char*> kPhases[] = {
     {"productive", "#2ca02c"}, {"startup", "#1f77b4"}, {"checkpoint", "#17becf"},
-    {"detection", "#ff7f0e"},  {"restart", "#9467bd"}, {"lost", "#d62728"},
-    {"idle", "#bdbdbd"},
+    {"detection", "#ff7f0e"},  {"restart", "#9467bd"}, {"lost_work", "#d62728"},
+    {"waiting", "#bdbdbd"},
 };
 
 struct Job {

@@ -4,26 +4,6 @@
 
 namespace titan::sim {
 
-const char* CategoryName(Category category) {
-  switch (category) {
-    case Category::kProductive:
-      return "productive";
-    case Category::kCheckpoint:
-      return "checkpoint";
-    case Category::kLostWork:
-      return "lost_work";
-    case Category::kDetection:
-      return "detection";
-    case Category::kRestart:
-      return "restart";
-    case Category::kWaiting:
-      return "waiting";
-    case Category::kDegraded:
-      return "degraded";
-  }
-  return "?";
-}
-
 double Ledger::Total() const {
   double total = 0;
   for (double s : seconds) total += s;

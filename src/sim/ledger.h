@@ -1,7 +1,6 @@
 // Ledger: where a replica's wall-clock time went, in the categories of `titan run`'s goodput
-// ledger (productive, checkpoint blocking, lost work, detection, restart, waiting) plus
-// "degraded": the share of time lost to running shrunk (elastic policy) with fewer replicas.
-// The categories always add up to the wall time. Estimate: a mean with a 95% confidence
+// ledger, "degraded" being the share of time lost to running shrunk (elastic policy) with fewer
+// replicas. The categories always add up to the wall time. Estimate: a mean with a 95% confidence
 // interval over Monte Carlo replicas.
 // Thread safety: plain values.
 #pragma once
@@ -10,21 +9,16 @@
 #include <cstddef>
 #include <span>
 
+#include "src/base/goodput_category.h"
+
 namespace titan::sim {
 
-enum class Category : int {
-  kProductive = 0,
-  kCheckpoint,
-  kLostWork,
-  kDetection,
-  kRestart,
-  kWaiting,
-  kDegraded,
-};
-inline constexpr size_t kCategoryCount = 7;
-// "productive", "checkpoint", "lost_work", "detection", "restart", "waiting", "degraded".
-const char* CategoryName(Category category);
-inline Category CategoryAt(size_t i) { return static_cast<Category>(i); }
+// The categories are titan's one goodput vocabulary (src/base/goodput_category.h); titan sim
+// never counts kStartup (its restart includes the start-up).
+using Category = GoodputCategory;
+inline constexpr size_t kCategoryCount = kGoodputCategoryCount;
+constexpr const char* CategoryName(Category category) { return GoodputCategoryName(category); }
+constexpr Category CategoryAt(size_t i) { return GoodputCategoryAt(i); }
 
 struct Ledger {
   std::array<double, kCategoryCount> seconds{};

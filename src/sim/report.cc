@@ -54,6 +54,7 @@ std::string FormatTable(const SimSummary& s) {
                      Percent(s.ettr), 100 * s.analytic_ettr);
   out += "  time lost     ";
   for (size_t c = 1; c < kCategoryCount; ++c) {
+    if (CategoryAt(c) == Category::kStartup) continue;  // never counted by sim (see ledger.h)
     out += fmt::format(" {} {:.2f}%", CategoryName(CategoryAt(c)), 100 * s.share[c].mean);
   }
   out += "\n";

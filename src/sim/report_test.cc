@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "src/base/text.h"
@@ -56,8 +58,17 @@ TEST(ReportTest, JsonCarriesTheSummaryWithFiniteNumbers) {
   EXPECT_EQ(one["interruptions_by_cause"].size(), 18u);
   EXPECT_NEAR(one["ettr"]["mean"].get<double>(), rows[1].summary.ettr.mean, 1e-12);
   double share_sum = 0;
-  for (const auto& [name, e] : one["time_share"].items()) share_sum += e["mean"].get<double>();
+  std::vector<std::string> names;
+  for (const auto& [name, e] : one["time_share"].items()) {
+    share_sum += e["mean"].get<double>();
+    names.push_back(name);
+  }
   EXPECT_NEAR(share_sum, 1.0, 1e-9);
+  // titan's one goodput vocabulary: the same keys as titan run's ledger (GoodputLedger test).
+  EXPECT_THAT(names,
+              ::testing::UnorderedElementsAre("productive", "checkpoint", "lost_work", "detection",
+                                              "restart", "startup", "waiting", "degraded"));
+  EXPECT_EQ(one["time_share"]["startup"]["mean"], 0.0);  // sim counts start-up in restart
   const json sweep = SweepJson("gpus", rows);
   EXPECT_EQ(sweep["rows"].size(), 3u);
   EXPECT_EQ(sweep["rows"][2]["value"], "65536");

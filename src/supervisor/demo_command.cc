@@ -26,12 +26,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include <httplib.h>
-
 #include "src/base/atomic_file.h"
 #include "src/base/clock.h"
 #include "src/base/command_line.h"
 #include "src/base/env.h"
+#include "src/base/goodput_category.h"
+#include "src/http/client.h"
 #include "src/report/report.h"
 #include "src/supervisor/rendezvous.h"
 
@@ -113,10 +113,13 @@ std::string SaveAgentRecorder(const std::string& out_dir) {
   const size_t at = log.find(marker);
   if (at == std::string::npos) return "agent recorder: not saved (the agent never listened)";
   const int port = std::atoi(log.c_str() + at + marker.size());
-  httplib::Client client("127.0.0.1", port);
-  client.set_read_timeout(30, 0);
-  auto res = client.Get("/recorder?last=10m");
-  if (!res || res->status != 200) return "agent recorder: not saved (GET /recorder failed)";
+  http::OutgoingRequest request;
+  request.method = "GET";
+  request.target = "/recorder?last=10m";
+  // The agent's whole recorder as JSON: about 3x --recorder-memory-mb (512 by default).
+  auto res = http::Fetch(http::Url{"127.0.0.1", port, ""}, std::move(request), 60 * kNsPerSecond,
+                         size_t{2} << 30);
+  if (!res.ok() || res->status != 200) return "agent recorder: not saved (GET /recorder failed)";
   const std::string path = out_dir + "/agent-recorder.json";
   if (Status s = WriteFileAtomically(path, res->body); !s.ok()) {
     return "agent recorder: not saved: " + std::string(s.message());
@@ -432,8 +435,8 @@ int DemoCommand(int argc, char** argv) {
     std::printf("\ngoodput ledger (%s; wall time of the faulty run split by where it went):\n",
                 nodes[0].name.c_str());
     double wall = ledger["wall_seconds"].get<double>();
-    for (const char* c :
-         {"productive", "checkpoint", "lost", "detection", "restart", "startup", "idle"}) {
+    for (const char* c : kGoodputCategoryNames) {
+      if (c == GoodputCategoryName(GoodputCategory::kDegraded)) continue;  // titan sim's only
       double s = ledger["seconds"].value(c, 0.0);
       std::printf("  %-11s %8.1f s %6.1f%%\n", c, s, wall > 0 ? 100 * s / wall : 0);
     }

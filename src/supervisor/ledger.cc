@@ -6,26 +6,6 @@
 
 namespace titan::supervisor {
 
-const char* PhaseName(Phase phase) {
-  switch (phase) {
-    case Phase::kStartup:
-      return "startup";
-    case Phase::kProductive:
-      return "productive";
-    case Phase::kCheckpoint:
-      return "checkpoint";
-    case Phase::kLost:
-      return "lost";
-    case Phase::kDetection:
-      return "detection";
-    case Phase::kRestart:
-      return "restart";
-    case Phase::kIdle:
-      return "idle";
-  }
-  return "unknown";
-}
-
 void GoodputLedger::Start(Phase phase, int64_t now_ns) {
   ns_.fill(0);
   start_ns_ = phase_start_ns_ = now_ns;
@@ -79,7 +59,7 @@ void GoodputLedger::OnFailure(int64_t failure_ns, int64_t now_ns) {
   ns_[static_cast<int>(Phase::kDetection)] += silent;
   int64_t lost = productive_since_checkpoint_ns_ - silent;
   ns_[p] -= lost;
-  ns_[static_cast<int>(Phase::kLost)] += lost;
+  ns_[static_cast<int>(Phase::kLostWork)] += lost;
   productive_since_checkpoint_ns_ = 0;
   phase_ = Phase::kRestart;
 }
@@ -133,6 +113,7 @@ std::string GoodputLedger::ToTable(int64_t now_ns) const {
   double wall = (end - start_ns_) / 1e9;
   std::string out = fmt::format("  {:<12} {:>10} {:>7}\n", "goodput", "seconds", "share");
   for (int i = 0; i < kPhaseCount; ++i) {
+    if (static_cast<Phase>(i) == Phase::kDegraded) continue;  // titan sim's only
     double s = Ns(static_cast<Phase>(i), end) / 1e9;
     out += fmt::format("  {:<12} {:>10.2f} {:>6.1f}%\n", PhaseName(static_cast<Phase>(i)), s,
                        wall > 0 ? 100.0 * s / wall : 0.0);

@@ -2,12 +2,14 @@
 //
 //   productive   stepping (including data loading between steps) whose work was kept
 //   checkpoint   blocked in checkpoint saves (checkpoint_begin .. checkpoint_end)
-//   lost         work done after the last completed checkpoint and thrown away by a failure
+//   lost_work    work done after the last completed checkpoint and thrown away by a failure
 //   detection    from the failure to its detection (a crash: ~0; a hang: the silent time)
 //   restart      from detection to the new workers exec'd (titan's own overhead + backoff)
 //   startup      from exec to the first step (interpreter, imports, checkpoint load, rendezvous
 //                inside the framework)
-//   idle         waiting for nodes at a rendezvous
+//   waiting      waiting for nodes at a rendezvous
+//   degraded     titan sim's only; always 0 here
+// These are titan's one goodput vocabulary (src/base/goodput_category.h), shared with titan sim.
 // ETTR (effective training time ratio) = productive / wall.
 //
 // The supervisor drives it with phase changes and failures; all times are monotonic ns.
@@ -20,19 +22,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/base/goodput_category.h"
+
 namespace titan::supervisor {
 
-enum class Phase : uint8_t {
-  kStartup,
-  kProductive,
-  kCheckpoint,
-  kLost,
-  kDetection,
-  kRestart,
-  kIdle,
-};
-inline constexpr int kPhaseCount = 7;
-const char* PhaseName(Phase phase);
+using Phase = GoodputCategory;
+inline constexpr int kPhaseCount = static_cast<int>(kGoodputCategoryCount);
+constexpr const char* PhaseName(Phase phase) { return GoodputCategoryName(phase); }
 
 class GoodputLedger {
  public:

@@ -261,6 +261,7 @@ class EtcdRendezvous final : public Rendezvous {
       if (!alive) h.lost.push_back(m);
     }
     h.job_done = etcd_.Get(prefix_ + "done").ok();
+    h.consulted = true;
     return h;
   }
 

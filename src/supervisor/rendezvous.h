@@ -60,6 +60,7 @@ struct Health {
   nlohmann::json reason;          // its record
   std::vector<std::string> lost;  // members of the running generation whose lease expired
   bool job_done = false;
+  bool consulted = false;  // the store was read this time (Poll reads at most every poll interval)
 };
 
 class Rendezvous {

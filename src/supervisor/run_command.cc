@@ -102,7 +102,7 @@ int RunCommand(int argc, char** argv) {
   bool standalone = false;
   std::string rdzv_backend;
   std::vector<std::string> on_isolate;
-  std::string isolate_timeout = "30s", slurm_watch = "5s";
+  std::string isolate_timeout = "30s", slurm_watch = "5s", finish_timeout = "60s";
   app.add_option("--nproc-per-node,--nproc_per_node", o.nproc_per_node, "workers on this node")
       ->check(CLI::Range(1, 1024));
   app.add_option("--nnodes", nnodes, "nodes: N or MIN:MAX (elastic)");
@@ -192,6 +192,10 @@ int RunCommand(int argc, char** argv) {
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--join-timeout", join_timeout_s, "seconds to wait for --nnodes MIN nodes")
       ->check(CLI::Range(1.0, 1e7));
+  app.add_option("--finish-timeout", finish_timeout,
+                 "once every local worker exited 0: how long an unreachable etcd may keep titan "
+                 "run from confirming that the other nodes finished too, before it exits 0 on the "
+                 "local result (duration: 60s, 500ms, or seconds)");
   app.add_option("--stack-wait", stack_wait_s, "seconds to wait for a hung worker's stack dump")
       ->check(CLI::Range(0.0, 600.0));
   app.add_flag("--quiet", o.quiet, "no summary at the end");
@@ -236,6 +240,11 @@ int RunCommand(int argc, char** argv) {
   if (!ParseDurationNs(isolate_timeout, &o.isolate_timeout_ns)) {
     std::fprintf(stderr, "titan run: --isolate-timeout '%s': expected a duration (30s, 500ms)\n",
                  isolate_timeout.c_str());
+    return 2;
+  }
+  if (!ParseDurationNs(finish_timeout, &o.finish_timeout_ns)) {
+    std::fprintf(stderr, "titan run: --finish-timeout '%s': expected a duration (60s, 500ms)\n",
+                 finish_timeout.c_str());
     return 2;
   }
   if (!ParseDurationOrZeroNs(slurm_watch, &o.slurm_watch_interval_ns)) {

@@ -16,15 +16,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include "src/base/clock.h"
 #include "src/base/duration.h"
 #include "src/base/env.h"
-#include "src/base/listen_socket.h"
 #include "src/base/log.h"
 #include "src/base/text.h"
 #include "src/checkpoint/prefetch.h"
@@ -33,6 +30,7 @@
 #include "src/cluster/slurm.h"
 #include "src/s3/config.h"
 #include "src/supervisor/ledger.h"
+#include "src/supervisor/metrics_endpoint.h"
 #include "src/supervisor/native_stack.h"
 #include "src/supervisor/rendezvous.h"
 #include "src/supervisor/run_log.h"
@@ -54,7 +52,9 @@ constexpr size_t kMaxStackBytes = 64 * 1024;
 // forever. One budget for all the workers of a hang, so recovery waits for it at most once.
 constexpr int64_t kNativeStackBudgetNs = int64_t{10} * 1'000'000'000;
 
-enum class Outcome { kSucceeded, kRestart, kPreempted, kFatal };
+// kSucceededLocally: every local worker exited 0 but the other nodes' completion could not be
+// confirmed (the store unreachable, or a stop signal while waiting); finish_reason_ says which.
+enum class Outcome { kSucceeded, kSucceededLocally, kRestart, kPreempted, kFatal };
 
 // Events from the receiver thread to the loop: a bounded queue plus an eventfd to wake poll().
 class EventQueue {
@@ -170,8 +170,7 @@ class Supervisor {
                                                    o.isolate_dry_run}) {}
 
   ~Supervisor() {
-    if (http_) http_->stop();
-    if (http_thread_.joinable()) http_thread_.join();
+    if (metrics_endpoint_) metrics_endpoint_->Stop();
     if (sigfd_ >= 0) ::close(sigfd_);
   }
 
@@ -181,7 +180,7 @@ class Supervisor {
       Log(LogLevel::kError, "run", "{}", s.message());
       return 1;
     }
-    ledger_.Start(Phase::kIdle, start_ns_);
+    ledger_.Start(Phase::kWaiting, start_ns_);
     log_.Write("start", {{"job", o_.job_id},
                          {"command", o_.command},
                          {"nproc_per_node", o_.nproc_per_node},
@@ -192,7 +191,7 @@ class Supervisor {
                          {"pid", ::getpid()}});
     int64_t after_gen = -1;
     while (true) {
-      ledger_.Enter(Phase::kIdle, MonoNowNs());
+      ledger_.Enter(Phase::kWaiting, MonoNowNs());
       int64_t join_start = MonoNowNs();
       // The wait polls `stop`: isolation outcomes are reported meanwhile too (an excluded
       // node waits here while its drain runs).
@@ -247,6 +246,11 @@ class Supervisor {
       Outcome outcome = Monitor(a);
       if (outcome == Outcome::kSucceeded) {
         log_.Write("finish", {{"reason", "every worker exited 0"}, {"generation", a.generation}});
+        return Finish(0);
+      }
+      if (outcome == Outcome::kSucceededLocally) {
+        log_.Write("finish", {{"reason", finish_reason_}, {"generation", a.generation}});
+        Log(LogLevel::kWarning, "run", "{}", finish_reason_);
         return Finish(0);
       }
       if (outcome == Outcome::kPreempted) return Preempt();
@@ -340,17 +344,7 @@ class Supervisor {
       TITAN_ASSIGN_OR_RETURN(rdzv_, MakeEtcdRendezvous(eo));
     }
     if (o_.metrics_port > 0) {
-      http_ = std::make_unique<httplib::Server>();
-      http_->set_socket_options(SetListenSocketOptions);
-      http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-        std::lock_guard<std::mutex> l(metrics_mu_);
-        res.set_content(metrics_text_, "text/plain; version=0.0.4");
-      });
-      if (!http_->bind_to_port("127.0.0.1", o_.metrics_port)) {
-        return AlreadyExistsError(fmt::format(
-            "--metrics-port {}: cannot listen on 127.0.0.1 (in use?)", o_.metrics_port));
-      }
-      http_thread_ = std::thread([this] { http_->listen_after_bind(); });
+      TITAN_ASSIGN_OR_RETURN(metrics_endpoint_, MetricsEndpoint::Start(o_.metrics_port));
     }
     BuildBaseEnv();
     return OkStatus();
@@ -501,11 +495,21 @@ class Supervisor {
     hang_deferred_until_ns_ = 0;
     int64_t next_straggler_ns = MonoNowNs() + kNsPerSecond;
     bool local_done = false;
+    marked_done_ = false;
+    next_done_try_ns_ = 0;
     while (true) {
       pollfd fds[2] = {{sigfd_, POLLIN, 0}, {queue_.fd(), POLLIN, 0}};
       ::poll(fds, 2, static_cast<int>(NextWakeNs() / kNsPerMs));
       ReadSignals();
-      if (stop_signal_ != 0) return Outcome::kPreempted;
+      if (stop_signal_ != 0) {
+        if (!local_done) return Outcome::kPreempted;
+        // Nothing left here to stop or checkpoint: the job's own result stands.
+        finish_reason_ = fmt::format(
+            "every local worker exited 0; stopped by signal {} while waiting for the other "
+            "nodes to finish",
+            stop_signal_);
+        return Outcome::kSucceededLocally;
+      }
       int64_t now = MonoNowNs();
       for (const wire::ParsedEvent& e : queue_.Drain()) {
         if (HandleEvent(e, now) == Outcome::kFatal) return Outcome::kFatal;
@@ -527,12 +531,10 @@ class Supervisor {
       }
       if (!local_done && workers_.AllExited() && workers_.AllSucceeded()) {
         local_done = true;
-        ledger_.Enter(Phase::kIdle, now);
-        rdzv_->MarkDone(a).IgnoreError();
+        ledger_.Enter(Phase::kWaiting, now);
       }
       if (local_done) {
-        auto done = rdzv_->AllDone(a);
-        if (done.ok() && *done) return Outcome::kSucceeded;
+        if (auto o = ConfirmDone(a, now); o.has_value()) return *o;
       }
       for (const Injector::Action& act : injector_.OnTime(NsToSeconds(now - start_ns_))) {
         if (Apply(act, now) == Outcome::kFatal) return Outcome::kFatal;
@@ -550,11 +552,11 @@ class Supervisor {
       }
       auto health = rdzv_->Poll(a);
       if (health.ok()) {
+        if (health->consulted) StoreReachable(now);
         if (health->restart) return Follow(health->reason);
         if (!health->lost.empty()) return LostNodes(health->lost);
-      } else if (!poll_error_logged_) {
-        poll_error_logged_ = true;
-        log_.Write("warning", {{"what", std::string(health.status().message())}});
+      } else {
+        StoreUnreachable(health.status(), now);
       }
       ReportPrefetch();
       ReportIsolations();
@@ -563,6 +565,51 @@ class Supervisor {
       }
       PublishMetrics(now);
     }
+  }
+
+  // Once every local worker exited 0: records that in the store (retried once a second until
+  // it succeeds) and returns kSucceeded when every node has. When the store stays unreachable
+  // for o_.finish_timeout_ns, returns kSucceededLocally: the job's own result is known here,
+  // only the other nodes' completion is unconfirmed.
+  std::optional<Outcome> ConfirmDone(const Assignment& a, int64_t now) {
+    if (now < next_done_try_ns_) return std::nullopt;
+    next_done_try_ns_ = now + kNsPerSecond;
+    Status status = marked_done_ ? OkStatus() : rdzv_->MarkDone(a);
+    if (status.ok()) {
+      marked_done_ = true;
+      Result<bool> done = rdzv_->AllDone(a);
+      if (done.ok()) {
+        StoreReachable(now);
+        if (*done) return Outcome::kSucceeded;
+        return std::nullopt;
+      }
+      status = done.status();
+    }
+    StoreUnreachable(status, now);
+    if (now - store_down_since_ns_ < o_.finish_timeout_ns) return std::nullopt;
+    finish_reason_ = fmt::format(
+        "every local worker exited 0; the other nodes' completion is unconfirmed: the store "
+        "was unreachable for {:.0f} s (--finish-timeout): {}",
+        NsToSeconds(now - store_down_since_ns_), status.message());
+    return Outcome::kSucceededLocally;
+  }
+
+  // Store (etcd) outages: one warning when one starts, one line when it ends, so a long outage
+  // is neither silent nor a flood.
+  void StoreUnreachable(const Status& status, int64_t now) {
+    if (store_down_since_ns_ != 0) return;
+    store_down_since_ns_ = now;
+    log_.Write("warning", {{"what", std::string(status.message())}, {"store", "unreachable"}});
+    Log(LogLevel::kWarning, "run", "the store is unreachable: {}", status.message());
+  }
+  void StoreReachable(int64_t now) {
+    if (store_down_since_ns_ == 0) return;
+    const double down_s = NsToSeconds(now - store_down_since_ns_);
+    store_down_since_ns_ = 0;
+    log_.Write("warning",
+               {{"what", fmt::format("the store is reachable again after {:.1f} s", down_s)},
+                {"store", "reachable"}});
+    Log(LogLevel::kInfo, "run", "the store is reachable again after {:.1f} s", down_s);
   }
 
   // ---- isolation ---------------------------------------------------------------------------
@@ -1189,10 +1236,7 @@ class Supervisor {
     text += "# HELP titan_run_events_dropped_total Step events dropped by a full queue.\n";
     text += "# TYPE titan_run_events_dropped_total counter\n";
     text += fmt::format("titan_run_events_dropped_total {}\n", queue_.dropped());
-    {
-      std::lock_guard<std::mutex> l(metrics_mu_);
-      metrics_text_ = text;
-    }
+    if (metrics_endpoint_) metrics_endpoint_->Set(text);
     if (!o_.metrics_file.empty()) {
       std::string tmp = o_.metrics_file + ".tmp";
       if (FILE* f = std::fopen(tmp.c_str(), "we")) {
@@ -1321,11 +1365,11 @@ class Supervisor {
   int64_t gen_wall_start_ns_ = 0;
   int64_t next_metrics_ns_ = 0;
   StepWindow step_window_;
-  bool poll_error_logged_ = false;
-  std::mutex metrics_mu_;
-  std::string metrics_text_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread http_thread_;
+  int64_t store_down_since_ns_ = 0;  // monotonic ns of the first failure of an outage; 0: up
+  bool marked_done_ = false;         // this node's completion is recorded in the store
+  int64_t next_done_try_ns_ = 0;
+  std::string finish_reason_;                          // for Outcome::kSucceededLocally
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint_;  // --metrics-port
 };
 
 }  // namespace

@@ -71,6 +71,10 @@ struct RunOptions {
   int64_t lease_ttl_seconds = 5;
   int64_t last_call_ns = 2'000'000'000;
   int64_t join_timeout_ns = 600LL * 1'000'000'000;
+  // After every local worker exited 0, how long the store (etcd) may stay unreachable while
+  // titan run waits to confirm that the other nodes finished too; then it finishes on the local
+  // result (exit 0, the other nodes unconfirmed).
+  int64_t finish_timeout_ns = 60LL * 1'000'000'000;
   bool quiet = false;  // no end-of-run summary on stderr
 };
 

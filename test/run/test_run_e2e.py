@@ -36,8 +36,9 @@ def free_port():
 
 
 @contextlib.contextmanager
-def etcd_server():
-    """A real etcd on random loopback ports with a temporary data dir; killed at the end."""
+def etcd_server(started=None):
+    """A real etcd on random loopback ports with a temporary data dir; killed at the end. Its
+    Popen is appended to the list `started`, for a test that kills it early."""
     if not os.path.exists(ETCD):
         pytest.skip("etcd is not installed (Debian package etcd-server)")
     with tempfile.TemporaryDirectory() as data:
@@ -50,6 +51,8 @@ def etcd_server():
              "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
              "--initial-cluster", f"t=http://127.0.0.1:{peer}"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if started is not None:
+            started.append(proc)
         try:
             deadline = time.time() + 20
             while True:
@@ -166,7 +169,7 @@ def test_crash_is_recovered_with_the_same_final_parameters(work, baseline):
     with open(os.path.join(run_dir, "ledger.json")) as f:
         ledger = json.load(f)
     assert ledger["restarts"] == 1
-    assert ledger["seconds"]["lost"] > 0  # the steps after the last checkpoint were redone
+    assert ledger["seconds"]["lost_work"] > 0  # the steps after the last checkpoint were redone
     assert abs(sum(ledger["seconds"].values()) - ledger["wall_seconds"]) < 0.01
     assert_no_survivors(run_dir)
 
@@ -263,6 +266,67 @@ def test_a_missing_peer_is_reported_while_titan_run_waits_for_it(work):
     assert "fewer than --min-nodes=2 nodes joined within 7 s" in p.stderr
 
 
+def wait_for_event(run_dir, predicate, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
+            if any(predicate(e) for e in events(run_dir)):
+                return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_job_whose_etcd_dies_still_ends_with_its_local_result(work):
+    """Issue 15 #3: etcd killed mid-job; the workers then finish (exit 0). Both titan runs used
+    to wait forever (their completion was written to the store once, its error ignored) and a
+    SIGTERM then called the successful job 'stopped (exit 143)'. Now: node a (short
+    --finish-timeout) exits 0 on its local result once the store has been unreachable that long;
+    node b (long --finish-timeout) gets a SIGTERM while waiting and also exits 0."""
+    tmp = os.path.join(work, "etcd-dies")
+    started = []
+    with etcd_server(started) as url:
+        common = ["--etcd", url, "--job-id", "etcddies", "--nnodes", "2", "--nproc-per-node", "1",
+                  "--node-addr", "127.0.0.1", "--quiet"]
+        procs, dirs = {}, {}
+        for node, finish in (("a", "3s"), ("b", "600s")):
+            dirs[node] = os.path.join(tmp, node)
+            os.makedirs(dirs[node])
+            procs[node] = subprocess.Popen(
+                [TITAN, "run", *common, "--node-id", node, "--run-dir", dirs[node],
+                 "--finish-timeout", finish, "--", PY, "-c", "import time; time.sleep(6)"],
+                stdout=subprocess.DEVNULL, stderr=open(os.path.join(dirs[node], "err"), "w"))
+        try:
+            for node in "ab":
+                assert wait_for_event(dirs[node], lambda e: e["type"] == "spawn", 60), node
+            started[0].kill()  # etcd dies while the workers run
+            started[0].wait()
+            rc_a = procs["a"].wait(timeout=60)
+            assert wait_for_event(dirs["b"], lambda e: e["type"] == "exit", 30)
+            time.sleep(1.5)  # b is now waiting to confirm the other node's completion
+            procs["b"].send_signal(signal.SIGTERM)
+            rc_b = procs["b"].wait(timeout=30)
+        finally:
+            for p in procs.values():
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+    err_a = open(os.path.join(dirs["a"], "err")).read()
+    assert rc_a == 0, err_a
+    finish_a = [e for e in events(dirs["a"]) if e["type"] == "finish"]
+    assert finish_a and "unconfirmed" in finish_a[-1]["reason"], finish_a
+    assert "--finish-timeout" in finish_a[-1]["reason"]
+    assert "the store is unreachable" in err_a
+    # One warning for the whole outage, not one per retry.
+    outages = [e for e in events(dirs["a"]) if e["type"] == "warning"
+               and e.get("store") == "unreachable"]
+    assert len(outages) == 1, outages
+    assert rc_b == 0, open(os.path.join(dirs["b"], "err")).read()
+    finish_b = [e for e in events(dirs["b"]) if e["type"] == "finish"]
+    assert finish_b and "stopped by signal 15" in finish_b[-1]["reason"], finish_b
+    assert not [e for e in events(dirs["b"]) if e["type"] == "preempt"]
+    assert_no_survivors(dirs["a"], dirs["b"])
+
+
 def test_killing_titan_run_leaves_no_orphans(work):
     tmp = os.path.join(work, "orphans")
     proc, run_dir = titan_run(tmp, "run", ["--nproc-per-node", "2"], wait=False)
@@ -346,6 +410,35 @@ def test_sigterm_asks_workers_to_checkpoint_first(work):
     order = [e["type"] for e in ev]
     assert "checkpoint" in order[order.index("preempt"):], "no checkpoint after SIGTERM"
     assert_no_survivors(run_dir)
+
+
+def test_metrics_port_serves_and_a_taken_port_is_a_clear_error(work):
+    """--metrics-port on titan's one HTTP stack: it serves /metrics, and a second titan run on
+    the same port fails at start naming 127.0.0.1:PORT (the stack never sets SO_REUSEPORT)."""
+    port = free_port()
+    first_dir = os.path.join(work, "metrics-port-1")
+    first = subprocess.Popen(
+        [TITAN, "run", "--run-dir", first_dir, "--quiet", "--metrics-port", str(port), "--",
+         PY, "-c", "import time; time.sleep(60)"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, body = time.time() + 30, ""
+        while "titan_run_generation" not in body and time.time() < deadline:
+            with contextlib.suppress(OSError):
+                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                              timeout=10).read().decode()
+            time.sleep(0.2)
+        assert "titan_run_generation" in body, body
+        second = subprocess.run(
+            [TITAN, "run", "--run-dir", os.path.join(work, "metrics-port-2"), "--quiet",
+             "--metrics-port", str(port), "--", "true"],
+            capture_output=True, text=True, timeout=30)
+        assert second.returncode == 1, second.stderr
+        assert f"127.0.0.1:{port}" in second.stderr and "in use" in second.stderr, second.stderr
+    finally:
+        first.terminate()
+        first.wait(timeout=60)
+    assert_no_survivors(first_dir)
 
 
 def test_bad_input_gives_clear_errors(work):

@@ -16,7 +16,8 @@
 #include <sstream>
 #include <thread>
 
-#include <httplib.h>
+#include "src/base/clock.h"
+#include "src/http/client.h"
 
 namespace titan::testing {
 
@@ -113,18 +114,18 @@ TempDir::~TempDir() {
 }
 
 std::string HttpGet(int port, const std::string& path, int* status, const std::string& accept) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_connection_timeout(5);
-  client.set_read_timeout(30);
-  httplib::Headers headers;
-  if (!accept.empty()) headers.emplace("Accept", accept);
-  auto res = client.Get(path.c_str(), headers);
-  if (!res) {
+  http::OutgoingRequest request;
+  request.method = "GET";
+  request.target = path;
+  if (!accept.empty()) request.headers.push_back({"Accept", accept});
+  auto response = http::Fetch(http::Url{"127.0.0.1", port, ""}, std::move(request),
+                              30 * kNsPerSecond, size_t{1} << 30);
+  if (!response.ok()) {
     if (status) *status = -1;
     return "";
   }
-  if (status) *status = res->status;
-  return res->body;
+  if (status) *status = response->status;
+  return std::move(response->body);
 }
 
 bool HaveProgram(const std::string& name) {

@@ -52,7 +52,8 @@ class TempDir {
  private:
   std::string path_;
 };
-// HTTP GET on 127.0.0.1:port; returns the body, or "" with *status set to -1 on error.
+// HTTP GET on 127.0.0.1:port (src/http's client, 30 s for the whole answer); returns the body,
+// or "" with *status set to -1 on error.
 std::string HttpGet(int port, const std::string& path, int* status = nullptr,
                     const std::string& accept = "");
 // Whether a program is on PATH.
