@@ -1,5 +1,8 @@
 #include "src/sim/scenario.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <string>
 
 #include <fmt/format.h>
@@ -240,6 +243,22 @@ TEST(ScenarioTextTest, UnknownPresetOrMissingFileSaysWhatExists) {
   Result<json> tree = LoadScenarioTree("/nonexistent/x.yaml");
   ASSERT_FALSE(tree.ok());
   EXPECT_NE(tree.status().message().find("llama3-16k"), std::string::npos);
+}
+
+// A FIFO made the load block in open() forever; /dev/zero was read as a scenario.
+TEST(ScenarioTextTest, AFifoOrADeviceIsRefusedNotOpened) {
+  std::string fifo = ::testing::TempDir() + "/titan_scenario_fifo.yaml";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Result<json> tree = LoadScenarioTree(fifo);
+  ::unlink(fifo.c_str());
+  ASSERT_FALSE(tree.ok());
+  EXPECT_NE(tree.status().message().find("not a regular file (a FIFO"), std::string::npos)
+      << tree.status().ToString();
+  Result<json> zero = LoadScenarioTree("/dev/zero");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("/dev/zero is not a regular file"), std::string::npos)
+      << zero.status().ToString();
 }
 
 }  // namespace

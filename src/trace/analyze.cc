@@ -66,7 +66,7 @@ AnalysisResult AnalyzeRanks(const std::vector<std::string>& files, const Analyze
     while (true) {
       size_t i = next.fetch_add(1);
       if (i >= files.size()) return;
-      Result<RankTrace> trace = ImportTraceFile(files[i]);
+      Result<RankTrace> trace = ImportTraceFile(files[i], options.rank_rule);
       if (!trace.ok()) {
         slots[i].error = std::string(trace.status().message());
         continue;

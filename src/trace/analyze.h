@@ -13,6 +13,7 @@
 #include "src/trace/analyses/cross_rank.h"
 #include "src/trace/analyses/hta_compat.h"
 #include "src/trace/analyses/rank_summary.h"
+#include "src/trace/importers/importer.h"
 
 namespace titan::trace {
 
@@ -22,6 +23,7 @@ struct AnalyzeOptions {
   int top_collectives = 5;
   SummaryOptions summary;
   HtaOptions hta;
+  RankRule rank_rule;  // how each file's rank is found (ImportTraceFile)
 };
 
 struct AnalysisResult {

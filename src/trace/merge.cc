@@ -113,7 +113,8 @@ Result<MergeStats> MergeTelemetry(const std::vector<std::string>& trace_files,
   Writer w(f);
   for (const std::string& path : trace_files) {
     // First pass: rank and clock (small: metadata only is kept).
-    TITAN_ASSIGN_OR_RETURN(RankTrace meta, ImportTraceFile(path));
+    TITAN_ASSIGN_OR_RETURN(RankTrace meta,
+                           ImportTraceFile(path, RankRule{.single_file = trace_files.size() == 1}));
     if (!meta.wall_clock) {
       stats.warnings.push_back(fmt::format(
           "{}: the trace has no wall clock (legacy profiler); its events keep their own "

@@ -24,6 +24,8 @@ std::string_view EventKindName(EventKind kind) {
       return "gpu_memset";
     case EventKind::kGpuUserAnnotation:
       return "gpu_user_annotation";
+    case EventKind::kMtiaCcpEvent:
+      return "mtia_ccp_events";
     case EventKind::kOther:
       return "other";
   }

@@ -9,6 +9,7 @@
 // Thread safety: plain data; a RankTrace is built by one thread and then only read.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -30,6 +31,7 @@ enum class EventKind : uint8_t {
   kGpuMemcpy,          // gpu_memcpy
   kGpuMemset,          // gpu_memset
   kGpuUserAnnotation,  // gpu_user_annotation
+  kMtiaCcpEvent,       // mtia_ccp_events (MTIA device work; used by --hta-compat only)
   kOther,              // anything else with a duration (counted in ImportStats::unknown_category)
 };
 std::string_view EventKindName(EventKind kind);
@@ -65,15 +67,18 @@ struct Op {
   int64_t ts_ns = 0;
   int64_t dur_ns = 0;
   int64_t correlation = -1;  // args.correlation (links a launch to its GPU activity); -1 if none
+  // args.stream for GPU activity, as written (CUDA's 4294967295 is not -1); -1 if absent.
+  int64_t stream = -1;
   StringId name = 0;
-  int32_t stream = -1;      // args.stream for GPU activity; -1 if absent
   int32_t tid = 0;          // thread id (CPU) or the tid field (GPU); strings hash to a number
   int32_t collective = -1;  // index into RankTrace::collectives, -1 if none
   EventKind kind = EventKind::kOther;
   bool ts_is_float = false;  // ts was written with a fraction or exponent
+  bool hta_dropped = false;  // HTA's parser drops it: no cat, or cat "Trace"
 
   int64_t end_ns() const { return ts_ns + dur_ns; }
 };
+static_assert(sizeof(Op) == 48, "Op is kept per event: keep it small");
 
 // Collective arguments that newer PyTorch writes on record_param_comms and NCCL kernels.
 struct CollectiveArgs {
@@ -102,12 +107,18 @@ struct ImportStats {
 enum class TraceFormat : uint8_t { kKineto, kLegacyAutograd };
 std::string_view TraceFormatName(TraceFormat format);
 
+// The largest rank titan takes (ranks are int32 throughout).
+inline constexpr int64_t kMaxRank = INT32_MAX;
+
 struct RankTrace {
   std::string path;
   TraceFormat format = TraceFormat::kKineto;
   int rank = -1;
   int world_size = -1;
-  std::string rank_source;  // "distributedInfo", "file name"
+  std::string rank_source;  // "distributedInfo", "file name", "single file", "--rank"
+  // Why distributedInfo.rank could not be used (the value, and what is wrong with it); "" when
+  // it is absent or valid.
+  std::string rank_problem;
   std::string backend;      // distributedInfo.backend
   std::string device_name;  // deviceProperties[0].name
   int64_t epoch_offset_ns = 0;
@@ -115,6 +126,12 @@ struct RankTrace {
   // True when pandas would hold the ts column as float64 (some ts fractional or missing); HTA
   // then rounds start up and end down to whole microseconds.
   bool hta_float_ts = false;
+  // Whether some event (of any phase) has no ts, no dur, or a fractional dur: with
+  // hta_float_ts they decide whether HTA's durations are int64 (printed "45") or float64
+  // ("45.0").
+  bool hta_ts_missing = false;
+  bool hta_dur_missing = false;
+  bool hta_dur_float = false;
   uint64_t input_bytes = 0;  // uncompressed JSON size
   // Whether ops[0] is traceEvents[0] (HTA joins "not found" correlations to event index 0).
   bool first_op_is_first_event = false;

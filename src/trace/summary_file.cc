@@ -1,6 +1,9 @@
 #include "src/trace/summary_file.h"
 
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -13,6 +16,7 @@
 #include "src/base/atomic_file.h"
 #include "src/base/env.h"
 #include "src/base/json_depth.h"
+#include "src/trace/importers/byte_source.h"
 
 namespace titan::trace {
 namespace {
@@ -99,6 +103,7 @@ ojson HtaRecord(const HtaRankResult& h) {
   ojson r;
   r["rank"] = h.rank;
   r["filtered"] = h.filtered;
+  r["integer_times"] = h.integer_times;
   // [idle, compute, non-compute, kernel] us, then [idle, compute, non-compute] %.
   r["temporal"] = ojson::array({Double(h.idle_us), Double(h.compute_us), Double(h.non_compute_us),
                                 Double(h.kernel_us), Double(h.idle_pct), Double(h.compute_pct),
@@ -393,6 +398,10 @@ Status ReadHta(const Value& v, HtaRankResult* h) {
     TITAN_RETURN_IF_ERROR(ReadInRange(m, 0, INT32_MAX, &h->rank));
   }
   TITAN_RETURN_IF_ERROR(ReadMember(v, "filtered", &h->filtered));
+  // Optional: summaries written before it existed printed every time as a float.
+  if (v.j->is_object() && v.j->contains("integer_times")) {
+    TITAN_RETURN_IF_ERROR(ReadMember(v, "integer_times", &h->integer_times));
+  }
   {
     TITAN_ASSIGN_OR_RETURN(Value m, Member(v, "temporal"));
     TITAN_RETURN_IF_ERROR(
@@ -532,17 +541,23 @@ Result<uint64_t> WriteSummaryFile(const std::string& path, const NodeSummary& su
 }
 
 Result<NodeSummary> ReadSummaryFile(const std::string& path) {
+  // Refuses FIFOs and devices before Env::ReadFile would block on or read them.
+  TITAN_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path, "summary"));
+  ::close(fd);
   TITAN_ASSIGN_OR_RETURN(std::string text, Env::ReadFile(path, kMaxSummaryBytes));
   return DecodeSummary(text, path);
 }
 
 bool LooksLikeSummaryFile(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return false;
+  Result<int> fd = OpenRegularFile(path, "trace or summary");
+  if (!fd.ok()) return false;
   char buffer[256];
-  size_t n = std::fread(buffer, 1, sizeof(buffer), f);
-  std::fclose(f);
-  std::string_view head(buffer, n);
+  ssize_t n;
+  do {
+    n = ::read(*fd, buffer, sizeof(buffer));
+  } while (n < 0 && errno == EINTR);
+  ::close(*fd);
+  std::string_view head(buffer, n > 0 ? static_cast<size_t>(n) : 0);
   auto skip_space = [&] {
     while (!head.empty() && std::isspace(static_cast<unsigned char>(head.front()))) {
       head.remove_prefix(1);

@@ -75,7 +75,8 @@ Result<uint64_t> WriteSummaryFile(const std::string& path, const NodeSummary& su
 Result<NodeSummary> ReadSummaryFile(const std::string& path);
 
 // Whether `path` starts as a summary does (optional whitespace, '{', "kind" : the summary kind).
-// False for traces (Kineto, legacy, gzip) and for files that cannot be read.
+// False for traces (Kineto, legacy, gzip) and for files that cannot be read or are not regular
+// files (never blocks on a FIFO).
 bool LooksLikeSummaryFile(const std::string& path);
 
 }  // namespace titan::trace

@@ -53,6 +53,7 @@ TEST(SummaryFile, RoundTripsEveryField) {
   node.hta[0].comm_comp_overlap_pct = std::numeric_limits<double>::quiet_NaN();
   node.hta[1].idle_pct = std::numeric_limits<double>::infinity();
   node.hta[1].compute_pct = 0.1 + 0.2;  // needs all 17 digits
+  node.hta[0].integer_times = !node.hta[0].integer_times;
 
   const std::string encoded = EncodeSummary(node);
   Result<NodeSummary> decoded = DecodeSummary(encoded, "node.json");
@@ -83,6 +84,8 @@ TEST(SummaryFile, RoundTripsEveryField) {
   EXPECT_TRUE(std::isnan(decoded->hta[0].comm_comp_overlap_pct));
   EXPECT_TRUE(std::isinf(decoded->hta[1].idle_pct));
   EXPECT_EQ(decoded->hta[1].compute_pct, 0.1 + 0.2);
+  EXPECT_EQ(decoded->hta[0].integer_times, node.hta[0].integer_times);
+  EXPECT_EQ(decoded->hta[1].integer_times, node.hta[1].integer_times);
   EXPECT_EQ(decoded->hta[1].kernels.size(), node.hta[1].kernels.size());
 }
 

@@ -2,6 +2,7 @@
 // nodes (summarize per node, then analyze the summaries); merge agent telemetry into them.
 #include <unistd.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -108,6 +109,12 @@ int TraceCommand(int argc, char** argv) {
                       "one self-contained HTML page with the plots (titan report)");
   analyze->add_option("--threads", threads, "ranks analysed at once (memory grows with it)")
       ->check(CLI::Range(1, 256));
+  CLI::Option* rank_option =
+      analyze
+          ->add_option("--rank", options.rank_rule.forced,
+                       "the rank of the one trace file given (default: its distributedInfo.rank, "
+                       "else 0)")
+          ->check(CLI::Range(0, INT32_MAX));
   CLI::Option* top_option =
       analyze->add_option("--top", options.summary.top_gaps, "idle gaps to show per rank")
           ->check(CLI::Range(0, 1000));
@@ -163,6 +170,16 @@ int TraceCommand(int argc, char** argv) {
       std::fprintf(stderr, "titan trace: %s\n", std::string(summaries.status().message()).c_str());
       return kExitUsageError;
     }
+    if (rank_option->count() > 0 && (*summaries || files->size() != 1)) {
+      const std::string given =
+          *summaries ? "summaries are" : fmt::format("{} files are", files->size());
+      std::fprintf(stderr,
+                   "titan trace: --rank names the rank of one trace file, but %s given: pass "
+                   "one trace file, or name the ranks in the traces or file names (rank3.json)\n",
+                   given.c_str());
+      return kExitUsageError;
+    }
+    options.rank_rule.single_file = files->size() == 1;
     trace::AnalysisResult result;
     if (*summaries) {
       trace::MergeOptions merge_options;

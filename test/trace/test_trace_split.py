@@ -221,3 +221,15 @@ def test_bad_merges_are_refused_naming_the_files(work, job_4rank):
     p = run(["trace", "analyze", *summaries, "--hta-compat"], ok=False)
     assert p.returncode == 1
     assert "has no HTA-compatible results: run titan trace summarize with --hta-compat" in p.stderr
+
+
+def test_rank_option_names_the_rank_of_one_file(work, job_2rank):
+    """--rank sets a single file's rank (over distributedInfo.rank, with a warning); it is a usage
+    error with several files or with summaries."""
+    one, other = next(job_2rank[0].iterdir()), next(job_2rank[1].iterdir())
+    out = work / "rank_option"
+    p = run(["trace", "analyze", "--hta-compat", "--csv", out, "--rank", "7", one])
+    assert (out / "hta.temporal_breakdown.csv").read_text().splitlines()[1].startswith("7,")
+    assert "rank 7 used as --rank says" in p.stdout, p.stdout
+    p = run(["trace", "analyze", "--rank", "7", one, other], ok=False)
+    assert p.returncode == 2 and "--rank names the rank of one trace file" in p.stderr, p.stderr

@@ -47,12 +47,26 @@ TEST(Intervals, UnionSubtractIntersect) {
   EXPECT_EQ(TotalLength(Clip(u, 2, 9)), 6);
 }
 
+// HTA v0.6.1's name patterns: a CUDA "Stream Sync" was computation (and overlapped memcpys as
+// "COMPUTATION overlapping MEMORY"); MTIA's dma_request was computation.
+TEST(KernelClass, HtaClassesFollowHtaPatterns) {
+  EXPECT_EQ(HtaClassify("Memcpy DtoH (Device -> Pageable)"), HtaKernelType::kMemory);
+  EXPECT_EQ(HtaClassify("Memset (Device)"), HtaKernelType::kMemory);
+  EXPECT_EQ(HtaClassify("dma_request"), HtaKernelType::kMemory);
+  EXPECT_EQ(HtaClassify("hipMemcpyWithStream"), HtaKernelType::kCommunication);  // HTA's ^hip
+  EXPECT_EQ(HtaClassify("Stream Sync"), HtaKernelType::kOther);
+  EXPECT_EQ(HtaClassify("Stream Wait Event"), HtaKernelType::kOther);
+  EXPECT_EQ(HtaClassify("pe_exe"), HtaKernelType::kOther);
+  EXPECT_EQ(HtaClassify("void copy_Memcpy_like_kernel()"), HtaKernelType::kOther);
+  EXPECT_EQ(HtaClassify("volta_sgemm_32x128_tn"), HtaKernelType::kComputation);
+  EXPECT_EQ(HtaKernelTypeName(HtaKernelType::kOther), "OTHER");
+}
+
 TEST(KernelClass, RecognisesModernAndVendorCollectives) {
   EXPECT_EQ(ClassifyGpuOp(EventKind::kKernel,
                           "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
             GpuClass::kCommunication);
-  EXPECT_EQ(HtaClassify("ncclDevKernel_AllGather_RING_LL()"),
-            HtaKernelType::kComputation);  // HTA's miss
+  EXPECT_EQ(HtaClassify("ncclDevKernel_AllGather_RING_LL()"), HtaKernelType::kCommunication);
   EXPECT_EQ(CollectiveOfName("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(x)"), "reducescatter");
   EXPECT_EQ(CollectiveOfName("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"), "allreduce");
   EXPECT_EQ(CollectiveOfName("gloo:all_reduce"), "allreduce");

@@ -1,6 +1,7 @@
 #include "src/trace/analyses/hta_compat.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -21,6 +22,15 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double Us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
+// The double nearest to `ns` / 1000 without going through a double of `ns` (which loses
+// nanoseconds above 2^53: epoch nanoseconds are ~1.7e18). For nanoseconds recovered from a
+// parsed double of microseconds (MicrosToNanos), this is that double again, as pandas holds it.
+double ExactUs(int64_t ns) {
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (ns > -kExact && ns < kExact) return static_cast<double>(ns) / 1000.0;
+  return static_cast<double>(ns / 1000) + static_cast<double>(ns % 1000) / 1000.0;
+}
+
 struct GpuEvent {
   int64_t ts_ns;
   int64_t end_ns;
@@ -28,6 +38,7 @@ struct GpuEvent {
   int64_t stream;
   HtaKernelType type;
   double runtime_ts_us;  // ts of the correlated CPU launch, NaN if HTA finds none
+  bool idle_kernel;      // in the idle time breakdown: a kernel, memcpy, memset or MTIA event
 };
 
 struct Span {
@@ -43,8 +54,8 @@ void HtaTimes(const RankTrace& t, const Op& op, int64_t* ts, int64_t* end) {
     *end = op.ts_ns + op.dur_ns;
     return;
   }
-  double ts_us = static_cast<double>(op.ts_ns) / 1000.0;
-  double dur_us = static_cast<double>(op.dur_ns) / 1000.0;
+  double ts_us = ExactUs(op.ts_ns);
+  double dur_us = ExactUs(op.dur_ns);
   *ts = static_cast<int64_t>(std::ceil(ts_us)) * 1000;
   *end = static_cast<int64_t>(std::floor(ts_us + dur_us)) * 1000;
 }
@@ -308,10 +319,15 @@ std::string PyFloat(double v) {
 HtaRankResult ComputeHtaRank(const RankTrace& t, const HtaOptions& options) {
   HtaRankResult result;
   result.rank = t.rank;
+  // pandas' dtype for HTA's durations: int64 unless some event lacks ts or dur, or (without
+  // HTA's rounding) has a fractional dur.
+  result.integer_times =
+      !t.hta_ts_missing && !t.hta_dur_missing && (t.hta_float_ts || !t.hta_dur_float);
   const size_t n = t.ops.size();
   std::vector<int64_t> ts(n), end(n);
   for (size_t i = 0; i < n; ++i) HtaTimes(t, t.ops[i], &ts[i], &end[i]);
-  // Like HTA, work relative to the earliest event so that microseconds stay exact in doubles.
+  // Like HTA, work relative to the earliest event so that microseconds stay exact in doubles
+  // (any whole-microsecond origin gives HTA's numbers: they are differences).
   if (n > 0) {
     int64_t base = *std::min_element(ts.begin(), ts.end());
     base -= ((base % 1000) + 1000) % 1000;  // whole microseconds
@@ -321,19 +337,36 @@ HtaRankResult ComputeHtaRank(const RankTrace& t, const HtaOptions& options) {
     }
   }
 
-  // ProfilerStep names anywhere; the last step's start among CPU events.
+  // HTA's GPU events (GPUKernelFilter): a stream and a correlation, or a device-wide sync
+  // (stream -1); everything else is a CPU event (CPUOperatorFilter), whatever its stream.
+  std::vector<int8_t> sync_cache(t.strings.size(), -1);
+  auto is_gpu = [&](const Op& op) {
+    if (op.stream >= 0 && op.correlation >= 0) return true;
+    int8_t& sync = sync_cache[op.name];
+    if (sync < 0) {
+      std::string_view name = t.strings.Get(op.name);
+      sync = name == "Event Sync" || name == "Context Sync";
+    }
+    return sync == 1;
+  };
+  // ProfilerStep#N names (HTA's ^ProfilerStep#(\d+)); the last step's start among CPU events.
   std::unordered_set<StringId> step_names;
+  bool any_cpu = false;
   for (const Op& op : t.ops) {
-    if (t.strings.Get(op.name).find("ProfilerStep") != std::string_view::npos) {
+    if (op.hta_dropped) continue;
+    std::string_view name = t.strings.Get(op.name);
+    if (name.starts_with("ProfilerStep#") && name.size() > 13 &&
+        std::isdigit(static_cast<unsigned char>(name[13]))) {
       step_names.insert(op.name);
     }
+    if (!is_gpu(op)) any_cpu = true;
   }
-  result.filtered = step_names.size() >= 2;
+  result.filtered = step_names.size() >= 2 && any_cpu;
   bool any_step_cpu = false;
   int64_t last_step_start = std::numeric_limits<int64_t>::min();
   for (size_t i = 0; i < n; ++i) {
     const Op& op = t.ops[i];
-    if (op.stream == -1 && step_names.count(op.name)) {
+    if (!op.hta_dropped && !is_gpu(op) && step_names.count(op.name)) {
       any_step_cpu = true;
       last_step_start = std::max(last_step_start, ts[i]);
     }
@@ -346,35 +379,53 @@ HtaRankResult ComputeHtaRank(const RankTrace& t, const HtaOptions& options) {
   std::unordered_map<int64_t, size_t> last_cpu;
   for (size_t i = 0; i < n; ++i) {
     const Op& op = t.ops[i];
-    if (op.stream != -1) continue;
+    if (op.hta_dropped || is_gpu(op)) continue;
     if (cpu_kept(i)) kept_count[op.correlation]++;
     if (op.correlation != -1) last_cpu[op.correlation] = i;
   }
+  // How many times HTA's filtered frame holds op i: GPU events once per kept CPU event with
+  // their correlation (an inner merge), CPU events once if they start before the last step.
+  auto copies_of = [&](size_t i) -> int {
+    const Op& op = t.ops[i];
+    if (op.hta_dropped) return 0;
+    if (!result.filtered) return 1;
+    if (!is_gpu(op)) return cpu_kept(i) ? 1 : 0;
+    auto it = kept_count.find(op.correlation);
+    return it == kept_count.end() ? 0 : it->second;
+  };
+  // HTA's "not found" correlation index 0 joins the trace's first event, where it is kept.
+  const bool first_event_kept = t.first_op_is_first_event && n > 0 && copies_of(0) > 0;
   std::vector<int8_t> type_cache(t.strings.size(), -1);
   std::vector<GpuEvent> gpu;
-  for (size_t i = 0; i < n; ++i) {
-    const Op& op = t.ops[i];
-    if (op.stream == -1) continue;
-    int copies = 1;
-    if (result.filtered) {
-      auto it = kept_count.find(op.correlation);
-      copies = it == kept_count.end() ? 0 : it->second;
-    }
-    if (copies == 0) continue;
-    double runtime_ts = kNaN;
-    if (op.correlation != -1) {
-      auto it = last_cpu.find(op.correlation);
-      if (it != last_cpu.end()) {
-        if (cpu_kept(it->second)) runtime_ts = Us(ts[it->second]);
-      } else if (t.first_op_is_first_event && n > 0 && (t.ops[0].stream != -1 || cpu_kept(0))) {
-        runtime_ts = Us(ts[0]);  // HTA's "not found" index 0 joins the trace's first event
+  // Rows with a stream (stream != -1), in the filtered frame's order: the merged GPU events,
+  // then the kept CPU events.
+  auto add_rows = [&](bool gpu_events) {
+    for (size_t i = 0; i < n; ++i) {
+      const Op& op = t.ops[i];
+      if (op.stream == -1 || (result.filtered && is_gpu(op) != gpu_events)) continue;
+      int copies = copies_of(i);
+      if (copies == 0) continue;
+      double runtime_ts = kNaN;
+      if (is_gpu(op)) {
+        auto it = last_cpu.find(op.correlation);
+        if (it != last_cpu.end()) {
+          if (cpu_kept(it->second)) runtime_ts = Us(ts[it->second]);
+        } else if (first_event_kept) {
+          runtime_ts = Us(ts[0]);
+        }
       }
+      int8_t& type = type_cache[op.name];
+      if (type < 0) type = static_cast<int8_t>(HtaClassify(t.strings.Get(op.name)));
+      const bool idle_kernel = op.kind == EventKind::kKernel || op.kind == EventKind::kGpuMemcpy ||
+                               op.kind == EventKind::kGpuMemset ||
+                               op.kind == EventKind::kMtiaCcpEvent;
+      GpuEvent e{ts[i],      end[i],     op.name, op.stream, static_cast<HtaKernelType>(type),
+                 runtime_ts, idle_kernel};
+      for (int c = 0; c < copies; ++c) gpu.push_back(e);
     }
-    int8_t& type = type_cache[op.name];
-    if (type < 0) type = static_cast<int8_t>(HtaClassify(t.strings.Get(op.name)));
-    GpuEvent e{ts[i], end[i], op.name, op.stream, static_cast<HtaKernelType>(type), runtime_ts};
-    for (int c = 0; c < copies; ++c) gpu.push_back(e);
-  }
+  };
+  add_rows(true);
+  if (result.filtered) add_rows(false);
   if (gpu.empty()) {
     result.idle_pct = result.compute_pct = result.non_compute_pct = kNaN;
     result.comm_comp_overlap_pct = kNaN;
@@ -405,10 +456,11 @@ HtaRankResult ComputeHtaRank(const RankTrace& t, const HtaOptions& options) {
     }
   }
 
-  // Idle time per stream, streams in order of first appearance.
+  // Idle time per stream, streams in order of first appearance, over kernel categories only.
   std::vector<int64_t> streams;
   std::unordered_map<int64_t, std::vector<const GpuEvent*>> by_stream;
   for (const GpuEvent& e : gpu) {
+    if (!e.idle_kernel) continue;  // HTA leaves cuda_sync and other categories out here
     auto [it, inserted] = by_stream.try_emplace(e.stream);
     if (inserted) streams.push_back(e.stream);
     it->second.push_back(&e);
@@ -470,14 +522,20 @@ Status WriteHtaCsvs(const std::vector<HtaRankResult>& ranks, const std::string& 
     if (!*f) return ErrnoError(errno, fmt::format("writing {}", path));
     return OkStatus();
   };
+  // One dtype per column over all ranks, as pandas concatenates them.
+  const bool ints = std::all_of(ranks.begin(), ranks.end(),
+                                [](const HtaRankResult& r) { return r.integer_times; });
+  auto time = [&](double v) {
+    return ints && std::isfinite(v) ? fmt::format("{}", static_cast<int64_t>(v)) : PyFloat(v);
+  };
   std::ofstream f;
   TITAN_RETURN_IF_ERROR(open("temporal_breakdown", &f));
   f << "rank,idle_time(us),compute_time(us),non_compute_time(us),kernel_time(us),"
        "idle_time_pctg,compute_time_pctg,non_compute_time_pctg\n";
   for (const HtaRankResult& r : ranks) {
-    f << r.rank << ',' << PyFloat(r.idle_us) << ',' << PyFloat(r.compute_us) << ','
-      << PyFloat(r.non_compute_us) << ',' << PyFloat(r.kernel_us) << ',' << PyFloat(r.idle_pct)
-      << ',' << PyFloat(r.compute_pct) << ',' << PyFloat(r.non_compute_pct) << '\n';
+    f << r.rank << ',' << time(r.idle_us) << ',' << time(r.compute_us) << ','
+      << time(r.non_compute_us) << ',' << time(r.kernel_us) << ',' << PyFloat(r.idle_pct) << ','
+      << PyFloat(r.compute_pct) << ',' << PyFloat(r.non_compute_pct) << '\n';
   }
   f.close();
   TITAN_RETURN_IF_ERROR(open("kernel_type_breakdown", &f));
@@ -499,8 +557,8 @@ Status WriteHtaCsvs(const std::vector<HtaRankResult>& ranks, const std::string& 
                      return a->rank < b->rank;
                    });
   for (const HtaKernelRow* k : kernels) {
-    f << CsvField(k->name) << ',' << PyFloat(k->sum_us) << ',' << PyFloat(k->max_us) << ','
-      << PyFloat(k->min_us) << ',' << PyFloat(k->stddev) << ',' << PyFloat(k->mean_us) << ','
+    f << CsvField(k->name) << ',' << time(k->sum_us) << ',' << time(k->max_us) << ','
+      << time(k->min_us) << ',' << PyFloat(k->stddev) << ',' << PyFloat(k->mean_us) << ','
       << k->kernel_type << ',' << k->rank << '\n';
   }
   f.close();

@@ -1,13 +1,17 @@
 // HTA-compatible analyses (--hta-compat): Holistic Trace Analysis' temporal breakdown, kernel
 // type breakdown, kernel breakdown (top kernels), idle time breakdown with interval statistics,
 // and communication/computation overlap, computed with HTA's definitions so that the numbers
-// match HTA's CSVs to the printed precision:
-//  - events: HTA's trace filter keeps CPU events (no `stream` arg) that start before the last
-//    ProfilerStep, and GPU events (with `stream`) once per kept CPU event with the same
-//    `correlation`; without at least two distinct ProfilerStep names nothing is filtered;
+// match HTA's CSVs (HTA v0.6.1) to the printed precision:
+//  - events: those HTA's parser keeps (with a `cat` other than "Trace"); its trace filter keeps
+//    CPU events that start before the last ProfilerStep#N, and GPU events (a `stream` and a
+//    `correlation`, or an "Event Sync"/"Context Sync") once per kept CPU event with the same
+//    `correlation`; without two distinct ProfilerStep#N names nothing is filtered. (HTA filters
+//    MTIA traces with several steps another way, which is not reproduced.) Kernel tables and the
+//    temporal breakdown use the kept events with a stream; the idle time breakdown only those of
+//    the kernel, memcpy, memset and MTIA categories;
 //  - times: microseconds; when pandas would hold `ts` as float64, starts are rounded up and ends
 //    down to whole microseconds (so durations can become negative, as in HTA);
-//  - classes: HTA's name patterns (see kernel_class.h), which miss ncclDevKernel_*.
+//  - classes: HTA's name patterns (see kernel_class.h).
 // All per rank; ranks are independent, so they can be computed in parallel and merged.
 // Thread safety: pure functions.
 #pragma once
@@ -50,6 +54,10 @@ struct HtaIdleStatsRow {
 struct HtaRankResult {
   int rank = 0;
   bool filtered = false;  // HTA's last-step filter applied
+  // HTA's durations are int64 in pandas (every event has an integer ts and dur, or ts and dur
+  // after HTA's rounding): its CSVs then print the times of the temporal breakdown and the
+  // kernel sums, maxima and minima as integers ("45", not "45.0").
+  bool integer_times = false;
   // Temporal breakdown (microseconds) and percentages.
   double idle_us = 0, compute_us = 0, non_compute_us = 0, kernel_us = 0;
   double idle_pct = 0, compute_pct = 0, non_compute_pct = 0;

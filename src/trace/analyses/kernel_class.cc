@@ -19,9 +19,21 @@ std::string Lower(std::string_view s) {
 }  // namespace
 
 HtaKernelType HtaClassify(std::string_view name) {
-  if (Contains(name, "ncclKernel")) return HtaKernelType::kCommunication;
-  if (Contains(name, "Memcpy") || Contains(name, "Memset")) return HtaKernelType::kMemory;
-  return HtaKernelType::kComputation;
+  auto starts = [&](std::string_view prefix) { return name.starts_with(prefix); };
+  if (starts("nccl") || starts("hip") || starts("hccl") || Contains(name, "ncclKernel")) {
+    return HtaKernelType::kCommunication;
+  }
+  if (starts("Memcpy") || starts("Memset") || starts("dma")) return HtaKernelType::kMemory;
+  // HTA's ComputeKernelGroupingPattern, an inverse match (re.match, so anchored at the start).
+  const bool launch = starts("cuda") && name.find("LaunchKernel", 4) != std::string_view::npos;
+  for (std::string_view part : {"Memcpy", "Memset", "dma", "Sync"}) {
+    if (Contains(name, part)) return HtaKernelType::kOther;
+  }
+  for (std::string_view prefix : {"Stream Wait Event", "runFunction", "job_exe", "packet", "pe_exe",
+                                  "cpum_exe_subgraph", "collective_subgraph_execution"}) {
+    if (starts(prefix)) return HtaKernelType::kOther;
+  }
+  return launch ? HtaKernelType::kOther : HtaKernelType::kComputation;
 }
 
 std::string_view HtaKernelTypeName(HtaKernelType type) {
@@ -32,6 +44,8 @@ std::string_view HtaKernelTypeName(HtaKernelType type) {
       return "COMMUNICATION";
     case HtaKernelType::kMemory:
       return "MEMORY";
+    case HtaKernelType::kOther:
+      return "OTHER";
   }
   return "COMPUTATION";
 }

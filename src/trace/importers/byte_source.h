@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "src/base/status.h"
 
@@ -24,7 +25,14 @@ class ByteSource {
   virtual bool gzipped() const = 0;
 };
 
-// Opens `path`; gzip is recognised by its magic bytes, not by the file name.
+// Opens `path` for reading, and only if it is a regular file: a FIFO would block the open or the
+// reads forever, and a device (/dev/zero) never ends or is not a trace. The open does not block
+// (O_NONBLOCK, then fstat before any read); directories, FIFOs, sockets and devices are refused
+// with INVALID_ARGUMENT naming `what`, the path and its type. Returns the descriptor (blocking
+// again, close-on-exec), which the caller closes.
+Result<int> OpenRegularFile(const std::string& path, std::string_view what);
+
+// Opens `path` (OpenRegularFile); gzip is recognised by its magic bytes, not by the file name.
 Result<std::unique_ptr<ByteSource>> OpenTraceFile(const std::string& path);
 
 // A source over bytes in memory (tests and fuzzers); gzip detected by magic bytes as well.

@@ -70,9 +70,7 @@ Status ParseChromeEvent(object event, const EventParseOptions& options, const Of
   out->stats.events++;
   Op op;
   op.kind = options.default_kind;
-  bool has_cat = false, has_ts = false, has_dur = false, has_name = false;
-  char ph = 0;
-  std::string_view name;
+  internal::EventFields f;
   for (auto [key, v] : event) {
     if (key == "args") {
       object args;
@@ -86,20 +84,21 @@ Status ParseChromeEvent(object event, const EventParseOptions& options, const Of
         return InvalidArgumentError(
             fmt::format("malformed trace event at byte {}: \"ph\" is not a string", offsets.begin));
       }
-      ph = s.empty() ? '?' : s[0];
+      f.ph = s.empty() ? '?' : s[0];
     } else if (key == "cat") {
       std::string_view s;
       if (v.get_string().get(s)) continue;  // a non-string cat is treated as unknown
       op.kind = internal::KindFromCategory(s);
-      has_cat = true;
+      f.has_cat = true;
+      f.cat_is_trace = s == "Trace";
     } else if (key == "name") {
-      if (v.get_string().get(name)) {
-        name = {};
+      if (v.get_string().get(f.name)) {
+        f.name = {};
         continue;
       }
-      op.name = out->strings.Intern(name);
-      name = out->strings.Get(op.name);
-      has_name = true;
+      op.name = out->strings.Intern(f.name);
+      f.name = out->strings.Get(op.name);
+      f.has_name = true;
     } else if (key == "ts" || key == "dur") {
       int64_t ns;
       bool is_float = false;
@@ -111,16 +110,17 @@ Status ParseChromeEvent(object event, const EventParseOptions& options, const Of
       if (key == "ts") {
         op.ts_ns = ns;
         op.ts_is_float = is_float;
-        has_ts = true;
+        f.has_ts = true;
       } else {
         op.dur_ns = ns;
-        has_dur = true;
+        f.has_dur = true;
+        f.dur_is_float = is_float;
       }
     } else if (key == "tid") {
       op.tid = IdOf(v);
     }
   }
-  internal::FinishEvent(ph, has_cat, has_ts, has_dur, has_name, name, options, op, out);
+  internal::FinishEvent(f, options, op, out);
   return OkStatus();
 }
 
@@ -137,7 +137,7 @@ EventKind KindFromCategory(std::string_view cat) {
   switch (cat.size()) {
     case 6:
       if (cat == "cpu_op") return EventKind::kCpuOp;
-      if (cat == "kernel") return EventKind::kKernel;
+      if (cat == "kernel" || cat == "Kernel") return EventKind::kKernel;
       break;
     case 9:
       if (cat == "cuda_sync") return EventKind::kCudaSync;
@@ -151,7 +151,6 @@ EventKind KindFromCategory(std::string_view cat) {
       break;
     case 12:
       if (cat == "cuda_runtime") return EventKind::kCudaRuntime;
-      if (cat == "Kernel") return EventKind::kKernel;
       break;
     case 15:
       if (cat == "user_annotation") return EventKind::kUserAnnotation;
@@ -166,15 +165,18 @@ EventKind KindFromCategory(std::string_view cat) {
   if (cat == "Memcpy") return EventKind::kGpuMemcpy;
   if (cat == "Memset") return EventKind::kGpuMemset;
   if (cat == "Runtime") return EventKind::kCudaRuntime;
+  if (cat == "mtia_ccp_events") return EventKind::kMtiaCcpEvent;
   if (cat == "Operator") return EventKind::kCpuOp;
   return EventKind::kOther;
 }
 
-void FinishEvent(char ph, bool has_cat, bool has_ts, bool has_dur, bool has_name,
-                 std::string_view name, const EventParseOptions& options, Op op, RankTrace* out) {
-  // pandas sees the ts column as float64 if any event's ts is fractional or missing.
-  if (!has_ts || op.ts_is_float) out->hta_float_ts = true;
-  switch (ph) {
+void FinishEvent(const EventFields& f, const EventParseOptions& options, Op op, RankTrace* out) {
+  // The dtypes pandas gives HTA's ts and dur columns (over every event, whatever its phase).
+  if (!f.has_ts || op.ts_is_float) out->hta_float_ts = true;
+  if (!f.has_ts) out->hta_ts_missing = true;
+  if (!f.has_dur) out->hta_dur_missing = true;
+  if (f.has_dur && f.dur_is_float) out->hta_dur_float = true;
+  switch (f.ph) {
     case 'X':
       break;
     case 's':
@@ -189,14 +191,16 @@ void FinishEvent(char ph, bool has_cat, bool has_ts, bool has_dur, bool has_name
       out->stats.other_phase_events++;
       return;
   }
-  if (!has_ts || !has_dur) {
+  if (!f.has_ts || !f.has_dur) {
     out->stats.missing_fields++;
     return;
   }
-  if (!has_name) out->stats.missing_fields++;
-  if (!has_cat && options.default_kind != EventKind::kOther && name.starts_with("ProfilerStep")) {
+  if (!f.has_name) out->stats.missing_fields++;
+  if (!f.has_cat && options.default_kind != EventKind::kOther &&
+      f.name.starts_with("ProfilerStep")) {
     op.kind = EventKind::kUserAnnotation;
   }
+  op.hta_dropped = !f.has_cat || f.cat_is_trace;
   if (op.kind == EventKind::kOther) out->stats.unknown_category++;
   if (op.dur_ns < 0) out->stats.negative_durations++;
   out->stats.complete_events++;

@@ -33,7 +33,7 @@ inline void ApplyArg(std::string_view key, Value& v, RankTrace* out, Op* op, Arg
       if (key == "dtype" && !v.get_string().get(s)) coll.dtype = InternString(out, s);
       break;
     case 6:
-      if (key == "stream" && !v.get_int64().get(i)) op->stream = static_cast<int32_t>(i);
+      if (key == "stream" && !v.get_int64().get(i)) op->stream = i;
       break;
     case 10:
       if (key == "Group size" && !v.get_int64().get(i)) {

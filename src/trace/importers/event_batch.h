@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "src/base/status.h"
 #include "src/trace/importers/chrome_event.h"
@@ -34,9 +35,16 @@ Status ParseEventBatchDom(const char* json, size_t len, size_t capacity,
                           const EventParseOptions& options, int64_t doc_offset, RankTrace* out);
 // Exact decimal microseconds (a JSON number token) to nanoseconds; see chrome_event.h.
 bool ParseMicrosToken(std::string_view token, int64_t* out_ns, bool* is_float);
-// Shared tail of event parsing: counts, the HTA dtype flag and appending the op.
-void FinishEvent(char ph, bool has_cat, bool has_ts, bool has_dur, bool has_name,
-                 std::string_view name, const EventParseOptions& options, Op op, RankTrace* out);
+// What a parser saw in one event besides the op's own fields.
+struct EventFields {
+  char ph = 0;  // first character of "ph"; '?' when empty
+  bool has_cat = false, has_ts = false, has_dur = false, has_name = false;
+  bool dur_is_float = false;  // dur written with a fraction or exponent
+  bool cat_is_trace = false;  // cat "Trace" (Kineto's span of the whole trace)
+  std::string_view name;      // valid until the op is appended
+};
+// Shared tail of event parsing: counts, the HTA dtype flags and appending the op.
+void FinishEvent(const EventFields& f, const EventParseOptions& options, Op op, RankTrace* out);
 EventKind KindFromCategory(std::string_view cat);
 // Out-of-line model updates (keep template instantiations out of the AVX2 file).
 StringId InternString(RankTrace* out, std::string_view s);

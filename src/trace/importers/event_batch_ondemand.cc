@@ -81,9 +81,7 @@ Status ParseEventBatchOnDemand(const char* json, size_t len, size_t capacity,
     out->stats.events++;
     Op op;
     op.kind = options.default_kind;
-    bool has_cat = false, has_ts = false, has_dur = false, has_name = false;
-    char ph = 0;
-    std::string_view name;
+    EventFields f;
     for (auto field : event) {
       simdjson::ondemand::raw_json_string raw_key;
       if (auto error = field.key().get(raw_key)) return Malformed(doc_offset, "key", error);
@@ -95,7 +93,7 @@ Status ParseEventBatchOnDemand(const char* json, size_t len, size_t capacity,
           if (key == "ph") {
             std::string_view s;
             if (auto error = v.get_string().get(s)) return Malformed(doc_offset, "ph", error);
-            ph = s.empty() ? '?' : s[0];
+            f.ph = s.empty() ? '?' : s[0];
           }
           break;
         case 'c':
@@ -103,17 +101,18 @@ Status ParseEventBatchOnDemand(const char* json, size_t len, size_t capacity,
             std::string_view s;
             if (v.get_string().get(s)) break;
             op.kind = KindFromCategory(s);
-            has_cat = true;
+            f.has_cat = true;
+            f.cat_is_trace = s == "Trace";
           }
           break;
         case 'n':
           if (key == "name") {
-            if (v.get_string().get(name)) {
-              name = {};
+            if (v.get_string().get(f.name)) {
+              f.name = {};
               break;
             }
-            op.name = InternString(out, name);
-            has_name = true;
+            op.name = InternString(out, f.name);
+            f.has_name = true;
           }
           break;
         case 't':
@@ -130,10 +129,11 @@ Status ParseEventBatchOnDemand(const char* json, size_t len, size_t capacity,
             if (key[0] == 't') {
               op.ts_ns = ns;
               op.ts_is_float = is_float;
-              has_ts = true;
+              f.has_ts = true;
             } else {
               op.dur_ns = ns;
-              has_dur = true;
+              f.has_dur = true;
+              f.dur_is_float = is_float;
             }
           } else if (key == "tid") {
             op.tid = IdOf(v);
@@ -149,8 +149,8 @@ Status ParseEventBatchOnDemand(const char* json, size_t len, size_t capacity,
           break;
       }
     }
-    if (has_name) name = NameOf(out, op.name);
-    FinishEvent(ph, has_cat, has_ts, has_dur, has_name, name, options, op, out);
+    if (f.has_name) f.name = NameOf(out, op.name);
+    FinishEvent(f, options, op, out);
   }
   return OkStatus();
 }

@@ -1,5 +1,6 @@
 #include "src/trace/importers/importer.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
@@ -16,6 +17,36 @@ const std::vector<const TraceImporter*>& Importers() {
   static const std::vector<const TraceImporter*> list = {&kineto, &legacy};
   return list;
 }
+
+namespace {
+
+// From this fraction of malformed 'X' events on, the text report warns: the numbers built on
+// them (idle time above all) are then not to be trusted.
+constexpr double kMalformedWarnFraction = 0.01;
+
+// Adds a warning naming the count when a meaningful fraction of the complete events is malformed
+// (negative durations; ts, dur or name missing). Counts alone are in ImportStats.
+void WarnAboutMalformedEvents(RankTrace* t) {
+  const ImportStats& s = t->stats;
+  const uint64_t seen = s.complete_events + s.missing_fields;
+  auto meaningful = [&](uint64_t n) {
+    return n > 0 && static_cast<double>(n) >= kMalformedWarnFraction * static_cast<double>(seen);
+  };
+  if (meaningful(s.negative_durations)) {
+    t->warnings.push_back(fmt::format(
+        "{} of {} complete ('X') events have a negative duration: the trace is malformed and "
+        "the time split below is not to be trusted",
+        s.negative_durations, s.complete_events));
+  }
+  if (meaningful(s.missing_fields)) {
+    t->warnings.push_back(fmt::format(
+        "{} complete ('X') events lack ts, dur or name (those without ts or dur are dropped; {} "
+        "kept): the trace is malformed and the time split below is not to be trusted",
+        s.missing_fields, s.complete_events));
+  }
+}
+
+}  // namespace
 
 Result<RankTrace> ImportTrace(ByteSource* source, const std::string& name) {
   RankTrace trace;
@@ -47,67 +78,77 @@ Result<RankTrace> ImportTrace(ByteSource* source, const std::string& name) {
   TITAN_RETURN_IF_ERROR(stream.Run(handler, &top, &saw_events));
   trace.input_bytes = stream.bytes_read();
   TITAN_RETURN_IF_ERROR(importer->Finish(saw_events, &trace));
+  WarnAboutMalformedEvents(&trace);
   return trace;
 }
 
-int RankFromFileName(std::string_view path) {
+int64_t RankFromFileName(std::string_view path) {
   size_t slash = path.rfind('/');
-  std::string base(slash == std::string_view::npos ? path : path.substr(slash + 1));
-  std::string lower = base;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  auto number_at = [&](size_t i) -> int {
-    while (i < lower.size() && !std::isdigit(static_cast<unsigned char>(lower[i]))) {
-      if (std::isalpha(static_cast<unsigned char>(lower[i]))) return -1;
-      ++i;
-    }
-    if (i >= lower.size()) return -1;
-    long v = 0;
-    while (i < lower.size() && std::isdigit(static_cast<unsigned char>(lower[i])) && v < 1000000) {
-      v = v * 10 + (lower[i++] - '0');
-    }
-    return static_cast<int>(v);
+  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  auto lower = [&](size_t i) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(base[i])));
   };
-  size_t at = lower.rfind("rank");
-  if (at != std::string::npos) {
-    int r = number_at(at + 4);
-    if (r >= 0) return r;
+  auto digit = [&](size_t i) {
+    return i < base.size() && std::isdigit(static_cast<unsigned char>(base[i]));
+  };
+  int64_t rank = -1;
+  for (size_t at = 0; at + 4 <= base.size(); ++at) {
+    if (lower(at) != 'r' || lower(at + 1) != 'a' || lower(at + 2) != 'n' || lower(at + 3) != 'k')
+      continue;
+    if (at > 0 && std::isalpha(static_cast<unsigned char>(base[at - 1]))) continue;
+    size_t i = at + 4;
+    if (i < base.size() && (base[i] == '_' || base[i] == '-')) ++i;
+    if (!digit(i)) continue;
+    int64_t v = 0;
+    for (; digit(i); ++i)
+      v = std::min<int64_t>(v * 10 + (base[i] - '0'), 1'000'000'000'000'000'000);
+    rank = v;
   }
-  // Fall back to the last number before the extension(s).
-  size_t dot = lower.find('.');
-  std::string stem = lower.substr(0, dot);
-  int last = -1;
-  for (size_t i = 0; i < stem.size();) {
-    if (std::isdigit(static_cast<unsigned char>(stem[i]))) {
-      long v = 0;
-      while (i < stem.size() && std::isdigit(static_cast<unsigned char>(stem[i])) && v < 1000000) {
-        v = v * 10 + (stem[i++] - '0');
-      }
-      while (i < stem.size() && std::isdigit(static_cast<unsigned char>(stem[i]))) ++i;
-      last = static_cast<int>(v);
-    } else {
-      ++i;
-    }
-  }
-  return last;
+  return rank;
 }
 
-Result<RankTrace> ImportTraceFile(const std::string& path) {
+Result<RankTrace> ImportTraceFile(const std::string& path, const RankRule& rule) {
   TITAN_ASSIGN_OR_RETURN(std::unique_ptr<ByteSource> source, OpenTraceFile(path));
   TITAN_ASSIGN_OR_RETURN(RankTrace trace, ImportTrace(source.get(), path));
-  if (trace.rank < 0) {
-    int rank = RankFromFileName(path);
-    if (rank < 0) {
-      return InvalidArgumentError(fmt::format(
-          "{}: cannot tell which rank this trace is: it has no distributedInfo.rank and its file "
-          "name has no number; rename it (e.g. rank3.json) or export it with "
-          "torch.distributed initialised",
-          path));
+  if (rule.forced >= 0) {
+    if (!trace.rank_problem.empty()) {
+      trace.warnings.push_back(
+          fmt::format("{}; rank {} used as --rank says", trace.rank_problem, rule.forced));
+    } else if (trace.rank >= 0 && trace.rank != rule.forced) {
+      trace.warnings.push_back(fmt::format(
+          "distributedInfo.rank is {}; rank {} used as --rank says", trace.rank, rule.forced));
     }
-    trace.rank = rank;
-    trace.rank_source = "file name";
-    trace.warnings.push_back(
-        fmt::format("no distributedInfo in the trace; rank {} taken from the file name", rank));
+    trace.rank = rule.forced;
+    trace.rank_source = "--rank";
+    return trace;
   }
+  if (!trace.rank_problem.empty()) {
+    return InvalidArgumentError(fmt::format(
+        "{}: {}; fix the trace (or, for a single file, pass --rank N)", path, trace.rank_problem));
+  }
+  if (trace.rank >= 0) return trace;
+  if (rule.single_file) {
+    trace.rank = 0;  // HTA's choice for a lone trace without distributedInfo
+    trace.rank_source = "single file";
+    return trace;
+  }
+  int64_t rank = RankFromFileName(path);
+  if (rank < 0) {
+    return InvalidArgumentError(fmt::format(
+        "{}: cannot tell which rank this trace is: it has no distributedInfo.rank and its file "
+        "name has no rank token; rename it (e.g. rank3.json, rank_3.json) or export it with "
+        "torch.distributed initialised",
+        path));
+  }
+  if (rank > kMaxRank) {
+    return InvalidArgumentError(
+        fmt::format("{}: rank {} in the file name is out of range (0..{}); rename the file", path,
+                    rank, kMaxRank));
+  }
+  trace.rank = static_cast<int>(rank);
+  trace.rank_source = "file name";
+  trace.warnings.push_back(
+      fmt::format("no distributedInfo in the trace; rank {} taken from the file name", rank));
   return trace;
 }
 

@@ -5,8 +5,7 @@
 //                      without Kineto, such as Debian's python3-torch)
 //
 // ImportTraceFile() streams one file (plain or gzip) through the importer that recognises its
-// shape and returns a RankTrace with its rank resolved: distributedInfo.rank, else a number in
-// the file name (with a warning), else an error naming the file.
+// shape and returns a RankTrace with its rank resolved by a RankRule.
 // Thread safety: importers are stateless; ImportTraceFile may run on many threads at once.
 #pragma once
 
@@ -47,11 +46,26 @@ const std::vector<const TraceImporter*>& Importers();
 // Streams `source` (named `name` in messages) into a RankTrace; the rank is not resolved.
 Result<RankTrace> ImportTrace(ByteSource* source, const std::string& name);
 
-// Opens, imports and resolves the rank of one trace file.
-Result<RankTrace> ImportTraceFile(const std::string& path);
+// How ImportTraceFile decides which rank a trace is.
+struct RankRule {
+  // >= 0: this rank, whatever the trace says (`titan trace analyze --rank N`; a warning says so
+  // when distributedInfo.rank differs).
+  int forced = -1;
+  // The file is the only one analysed: without distributedInfo.rank it is rank 0, as HTA takes
+  // it. Otherwise (several files) a rank token in the file name is used (with a warning), else
+  // the file is refused.
+  bool single_file = false;
+};
 
-// The rank in a file name such as "rank3.json", "trace_rank-12.json.gz", "worker_3.pt.trace.json"
-// (the last number of the base name when no "rank" appears); -1 if there is none.
-int RankFromFileName(std::string_view path);
+// Opens, imports and resolves the rank of one trace file. A distributedInfo.rank that is not an
+// integer in 0..2^31-1, or such a number in the file name, is an error naming the value.
+Result<RankTrace> ImportTraceFile(const std::string& path, const RankRule& rule = {});
+
+// The rank an explicit rank token in the base name gives: "rank3.json", "rank_3.pt.trace.json",
+// "host_rank-12.json.gz" (case-insensitive; "rank" not preceded by a letter, then at most one of
+// '_' '-', then digits). The last such token counts; other digits ("ROCm6_2", pids, timestamps)
+// never do. -1 if there is none; values above INT32_MAX are returned as they are (saturating at
+// 10^18) for the caller to refuse.
+int64_t RankFromFileName(std::string_view path);
 
 }  // namespace titan::trace

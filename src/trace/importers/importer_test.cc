@@ -1,5 +1,6 @@
 #include "src/trace/importers/importer.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cstdio>
@@ -139,8 +140,142 @@ TEST(ImportTraceFile, RankFromFileNameWithWarningElseError) {
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("trace.json"), std::string_view::npos);
   EXPECT_NE(none.status().message().find("cannot tell which rank"), std::string_view::npos);
+}
+
+// Only an explicit rank token counts: "mi250_minitoy_train_ROCm6_2_kineto" was rank 2.
+TEST(ImportTraceFile, OnlyARankTokenInTheFileNameGivesTheRank) {
   EXPECT_EQ(RankFromFileName("/x/rank3.json"), 3);
-  EXPECT_EQ(RankFromFileName("host_7.1690000.pt.trace.json.gz"), 7);
+  EXPECT_EQ(RankFromFileName("rank_3.pt.trace.json"), 3);
+  EXPECT_EQ(RankFromFileName("job_rank-12.json.gz"), 12);
+  EXPECT_EQ(RankFromFileName("RANK7.json"), 7);
+  EXPECT_EQ(RankFromFileName("rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"), 34);
+  EXPECT_EQ(RankFromFileName("mi250_minitoy_train_ROCm6_2_kineto.json.gz"), -1);
+  EXPECT_EQ(RankFromFileName("host_7.1690000.pt.trace.json.gz"), -1);
+  EXPECT_EQ(RankFromFileName("frank3.json"), -1);
+  EXPECT_EQ(RankFromFileName("/data/rank5/trace.json"), -1);  // the base name only
+  EXPECT_GT(RankFromFileName("rank2147483653.json"), kMaxRank);
+  TempDir dir;
+  std::string legacy = R"([{"name": "mm", "ph": "X", "ts": 1, "dur": 2, "tid": 1}])";
+  Result<RankTrace> big = ImportTraceFile(dir.Write("rank2147483653.json", legacy));
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("rank 2147483653 in the file name is out of range"),
+            std::string_view::npos)
+      << big.status().ToString();
+}
+
+// A lone trace without distributedInfo is rank 0 (as HTA takes it), not refused; --rank wins.
+TEST(ImportTraceFile, ASingleFileIsRankZeroUnlessForced) {
+  TempDir dir;
+  std::string legacy = R"([{"name": "mm", "ph": "X", "ts": 1, "dur": 2, "tid": 1}])";
+  const std::string path = dir.Write("mi250_ROCm6_2_kineto.json", legacy);
+  Result<RankTrace> alone = ImportTraceFile(path, RankRule{.single_file = true});
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  EXPECT_EQ(alone->rank, 0);
+  EXPECT_TRUE(alone->warnings.empty());
+  EXPECT_FALSE(ImportTraceFile(path).ok());  // one of several files: no rank token, refused
+  Result<RankTrace> forced = ImportTraceFile(path, RankRule{.forced = 5, .single_file = true});
+  ASSERT_TRUE(forced.ok());
+  EXPECT_EQ(forced->rank, 5);
+  std::string kineto = R"({"distributedInfo": {"rank": 3}, "traceEvents": [)"
+                       R"({"ph": "X", "cat": "cpu_op", "name": "mm", "ts": 1, "dur": 2}]})";
+  const std::string with_info = dir.Write("rank9.json", kineto);
+  Result<RankTrace> info = ImportTraceFile(with_info, RankRule{.single_file = true});
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->rank, 3);
+  Result<RankTrace> over = ImportTraceFile(with_info, RankRule{.forced = 5});
+  ASSERT_TRUE(over.ok());
+  EXPECT_EQ(over->rank, 5);
+  ASSERT_EQ(over->warnings.size(), 1u);
+  EXPECT_EQ(over->warnings[0], "distributedInfo.rank is 3; rank 5 used as --rank says");
+}
+
+// distributedInfo.rank of -5, "zero" or 1.5 was reported as missing, and 2^31+5 became "rank 2
+// taken from the file name".
+TEST(ImportTraceFile, AnInvalidDistributedInfoRankIsNamed) {
+  TempDir dir;
+  auto import = [&](const std::string& rank, const RankRule& rule = {}) {
+    return ImportTraceFile(
+        dir.Write(
+            "trace_rank2.json",
+            R"({"distributedInfo": {"rank": )" + rank +
+                R"(}, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "mm", "ts": 1, "dur": 2}]})"),
+        rule);
+  };
+  for (const auto& [rank, problem] : std::vector<std::pair<std::string, std::string>>{
+           {"-5", "distributedInfo.rank -5 is invalid: expected an integer from 0"},
+           {R"("zero")", R"(distributedInfo.rank "zero" is invalid)"},
+           {"1.5", "distributedInfo.rank 1.5 is invalid"},
+           {"2147483653", "distributedInfo.rank 2147483653 is out of range (0..2147483647)"},
+           {"18446744073709551615", "distributedInfo.rank 18446744073709551615 is out of range"}}) {
+    Result<RankTrace> t = import(rank);
+    ASSERT_FALSE(t.ok()) << rank;
+    EXPECT_NE(t.status().message().find(problem), std::string_view::npos) << t.status().ToString();
+    EXPECT_NE(t.status().message().find("trace_rank2.json"), std::string_view::npos);
+    Result<RankTrace> forced = import(rank, RankRule{.forced = 1});
+    ASSERT_TRUE(forced.ok()) << forced.status().ToString();
+    EXPECT_EQ(forced->rank, 1);
+    ASSERT_EQ(forced->warnings.size(), 1u);
+    EXPECT_NE(forced->warnings[0].find(problem), std::string::npos) << forced->warnings[0];
+  }
+  Result<RankTrace> null = import("null");  // absent: the file name's rank token
+  ASSERT_TRUE(null.ok()) << null.status().ToString();
+  EXPECT_EQ(null->rank, 2);
+}
+
+// A FIFO made the import block in open() forever; /dev/zero was "empty".
+TEST(ImportTraceFile, NonRegularFilesAreRefusedBeforeReading) {
+  TempDir dir;
+  const std::string fifo = dir.path() + "/rank1.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Result<RankTrace> t = ImportTraceFile(fifo);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), fifo + " is not a regular file (a FIFO): expected a trace file");
+  Result<RankTrace> zero = ImportTraceFile("/dev/zero");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.status().message(),
+            "/dev/zero is not a regular file (a character device): expected a trace file");
+  Result<RankTrace> directory = ImportTraceFile(dir.path());
+  ASSERT_FALSE(directory.ok());
+  EXPECT_NE(directory.status().message().find("(a directory)"), std::string_view::npos);
+}
+
+// 4811 of 4855 events with negative durations gave "host-bound, 100% idle" with no warning.
+TEST(ImportTraceFile, AMeaningfulFractionOfMalformedEventsWarns) {
+  // 200 complete events, the first `negative` of them with a negative duration.
+  auto warnings = [](int negative) {
+    std::string events;
+    for (int i = 0; i < 200; ++i) {
+      events +=
+          fmt::format(R"({}{{"ph": "X", "cat": "cpu_op", "name": "op", "ts": {}, "dur": {}}})",
+                      i == 0 ? "" : ",", i * 10, i < negative ? -5 : 5);
+    }
+    Result<RankTrace> t = FromMemory(R"({"traceEvents": [)" + events + "]}");
+    EXPECT_TRUE(t.ok());
+    return t.ok() ? t->warnings : std::vector<std::string>{};
+  };
+  std::vector<std::string> w = warnings(3);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("3 of 200 complete ('X') events have a negative duration"), std::string::npos)
+      << w[0];
+  EXPECT_TRUE(warnings(1).empty());  // one in 200 (0.5%) is noise, not worth a warning
+}
+
+// The old-style category "Kernel" was taken as unknown, so its kernels were no GPU work;
+// CUDA's stream 4294967295 (a uint32 -1) was read as -1.
+TEST(ImportTraceFile, OldStyleKernelCategoryAndUnsignedStreams) {
+  Result<RankTrace> t = FromMemory(
+      R"({"traceEvents": [{"ph": "X", "cat": "Kernel", "name": "k", "ts": 1, "dur": 2, "args": {"stream": 7}},)"
+      R"( {"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "ts": 1, "dur": 2, "args": {"stream": 4294967295}},)"
+      R"( {"ph": "X", "cat": "Trace", "name": "whole", "ts": 0, "dur": 9}, {"ph": "X", "name": "no cat", "ts": 0, "dur": 9}]})");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->ops.size(), 4u);
+  EXPECT_EQ(t->ops[0].kind, EventKind::kKernel);
+  EXPECT_EQ(t->ops[1].stream, 4294967295);
+  EXPECT_FALSE(t->ops[1].hta_dropped);
+  EXPECT_TRUE(t->ops[2].hta_dropped);  // HTA's parser drops cat "Trace" and events without cat
+  EXPECT_TRUE(t->ops[3].hta_dropped);
+  EXPECT_FALSE(t->hta_float_ts);
+  EXPECT_FALSE(t->hta_dur_missing);
 }
 
 TEST(ImportTraceFile, TruncatedGzipNamesTheFileAndTheOffset) {
@@ -238,9 +373,15 @@ TEST(EventBatch, OnDemandAndDomAgree) {
     EXPECT_EQ(a.ops[i].dur_ns, b.ops[i].dur_ns);
     EXPECT_EQ(a.ops[i].correlation, b.ops[i].correlation);
     EXPECT_EQ(a.ops[i].stream, b.ops[i].stream);
+    EXPECT_EQ(a.ops[i].kind, b.ops[i].kind);
+    EXPECT_EQ(a.ops[i].hta_dropped, b.ops[i].hta_dropped);
     EXPECT_EQ(a.Name(a.ops[i]), b.Name(b.ops[i]));
   }
   EXPECT_EQ(a.collectives.size(), b.collectives.size());
+  EXPECT_EQ(a.hta_float_ts, b.hta_float_ts);
+  EXPECT_EQ(a.hta_ts_missing, b.hta_ts_missing);
+  EXPECT_EQ(a.hta_dur_missing, b.hta_dur_missing);
+  EXPECT_EQ(a.hta_dur_float, b.hta_dur_float);
   std::printf("batch parser in use: %s\n", EventBatchParserName());
 }
 

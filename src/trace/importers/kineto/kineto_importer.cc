@@ -18,12 +18,24 @@ Status KinetoImporter::OnMember(std::string_view key, simdjson::dom::element val
       out->warnings.push_back("distributedInfo is not an object; ignored");
       return OkStatus();
     }
-    int64_t i;
-    std::string_view s;
-    if (!info["rank"].get_int64().get(i)) {
-      out->rank = static_cast<int>(i);
+    // null counts as absent; anything else must be a rank (ImportTraceFile refuses others).
+    simdjson::dom::element rank;
+    if (!info["rank"].get(rank) && !rank.is_null()) {
+      int64_t r = -1;
+      bool integer = !rank.get_int64().get(r);
+      if (!integer && rank.is_uint64()) r = INT64_MAX;  // above INT64_MAX: out of range below
+      if (r < 0 || r > kMaxRank) {
+        out->rank_problem =
+            fmt::format("distributedInfo.rank {} is {}", simdjson::minify(rank),
+                        r > kMaxRank ? fmt::format("out of range (0..{})", kMaxRank)
+                                     : std::string("invalid: expected an integer from 0"));
+        return OkStatus();
+      }
+      out->rank = static_cast<int>(r);
       out->rank_source = "distributedInfo";
     }
+    int64_t i;
+    std::string_view s;
     if (!info["world_size"].get_int64().get(i)) out->world_size = static_cast<int>(i);
     if (!info["backend"].get_string().get(s)) out->backend = std::string(s);
   } else if (key == "deviceProperties") {
