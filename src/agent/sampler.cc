@@ -10,7 +10,8 @@ namespace titan {
 namespace {
 
 const SignalDesc kUp{"titan_collector_up",
-                     "1 when the collector samples, 0 when its source is unavailable.",
+                     "1 when the collector samples, 0 when its source is unavailable, stuck, or "
+                     "failed its last 3 Collect() calls.",
                      SignalKind::kGauge,
                      {"collector"},
                      {}};
@@ -116,7 +117,10 @@ void Sampler::Loop(Slot* slot) {
     const int64_t took = MonoNowNs() - begin;
     slot->rounds.fetch_add(1, std::memory_order_relaxed);
     slot->duration->RecordGauge(wall, NsToSeconds(took));
-    if (!status.ok()) {
+    if (status.ok()) {
+      slot->consecutive_errors.store(0, std::memory_order_relaxed);
+    } else {
+      slot->consecutive_errors.fetch_add(1, std::memory_order_relaxed);
       slot->error_count.fetch_add(1, std::memory_order_relaxed);
       slot->errors->AddCounter(wall, 1);
       error_log.Log(LogLevel::kWarning, "agent", "collector {}: {}", slot->status.name,
@@ -141,6 +145,7 @@ std::vector<CollectorStatus> Sampler::Statuses() const {
     CollectorStatus s = slot->status;
     s.rounds = slot->rounds.load();
     s.errors = slot->error_count.load();
+    s.consecutive_errors = slot->consecutive_errors.load();
     s.stuck_seconds = NsToSeconds(StuckForNs(*slot, MonoNowNs()));
     out.push_back(std::move(s));
   }
@@ -163,7 +168,19 @@ void Sampler::RecordUp(int64_t now_ns) {
       slot->reported_stuck = false;
       Log(LogLevel::kInfo, "agent", "collector {} is sampling again", slot->status.name);
     }
-    if (slot->up) slot->up->RecordGauge(now_ns, slot->status.running && stuck_for == 0 ? 1 : 0);
+    const uint64_t failures = slot->consecutive_errors.load(std::memory_order_relaxed);
+    const bool failing = failures >= kDownAfterFailures;
+    if (failing && !slot->reported_failing) {
+      Log(LogLevel::kWarning, "agent",
+          "collector {} failed its last {} Collect() calls: reported down until one succeeds",
+          slot->status.name, failures);
+    } else if (!failing && slot->reported_failing) {
+      Log(LogLevel::kInfo, "agent", "collector {} collects again", slot->status.name);
+    }
+    slot->reported_failing = failing;
+    if (slot->up) {
+      slot->up->RecordGauge(now_ns, slot->status.running && stuck_for == 0 && !failing ? 1 : 0);
+    }
   }
 }
 

@@ -7,6 +7,11 @@
 // titan_collector_duration_seconds (with window max: a slow scrape of /proc is a transient too),
 // titan_collector_errors_total, titan_collector_overruns_total, titan_collector_stuck_total.
 //
+// Failing collectors: after kDownAfterFailures consecutive failed Collect() calls RecordUp()
+// reports titan_collector_up 0 (and logs it once); the first call that succeeds brings it back to
+// 1 at the next RecordUp() (logged too). Fewer failures in a row (one unreadable sample) leave it
+// up; they are counted in titan_collector_errors_total either way.
+//
 // Stuck collectors: a Collect() that has not returned for max(10 intervals, stuck_after_min_ns)
 // (an NVML call hanging on a GPU that fell off the bus, a read of a hung NFS mount's stats) is
 // reported by RecordUp(): one warning naming the collector and how long it has been inside one
@@ -43,8 +48,12 @@ struct CollectorStatus {
   std::string init_error;  // why it is not running (empty when running)
   uint64_t rounds = 0;
   uint64_t errors = 0;
-  double stuck_seconds = 0;  // > 0: inside one Collect() for this long, past the stuck bound
+  uint64_t consecutive_errors = 0;  // failed Collect() calls since the last one that succeeded
+  double stuck_seconds = 0;         // > 0: inside one Collect() for this long, past the stuck bound
 };
+
+// Consecutive failed Collect() calls after which a collector is reported down.
+inline constexpr uint64_t kDownAfterFailures = 3;
 
 struct SamplerOptions {
   // A collector is stuck after max(10 intervals, this) inside one Collect().
@@ -76,9 +85,11 @@ class Sampler {
     Series* stuck = nullptr;
     // Monotonic start of the Collect() in progress; 0 between calls.
     std::atomic<int64_t> collect_begin_ns{0};
-    bool reported_stuck = false;  // RecordUp's thread only
+    bool reported_stuck = false;    // RecordUp's thread only
+    bool reported_failing = false;  // RecordUp's thread only
     std::atomic<uint64_t> rounds{0};
     std::atomic<uint64_t> error_count{0};
+    std::atomic<uint64_t> consecutive_errors{0};  // reset by a Collect() that succeeds
     std::thread thread;
   };
   void Loop(Slot* slot);

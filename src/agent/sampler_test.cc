@@ -1,6 +1,8 @@
 // Sampler with real threads and two collectors: one whose source hangs (a test collector that
 // blocks inside Collect() until released, standing in for an NVML call on a GPU that fell off
 // the bus) and one healthy. The hung one is reported stuck once and down; the other samples on.
+// And a collector whose calls fail, stepped one call at a time: down after kDownAfterFailures
+// failures in a row, up again after a success.
 #include "src/agent/sampler.h"
 
 #include <atomic>
@@ -117,6 +119,92 @@ TEST(SamplerTest, AHungCollectorIsReportedStuckOnceAndTheOthersSampleOn) {
     return Up(registry, "hanging") == 1;
   })) << "not reported up again after the call returned";
   EXPECT_EQ(StuckTotal(registry), 1);
+  sampler.Stop();
+}
+
+// Returns a status the test picks for each Collect(), one call at a time: every call waits inside
+// Collect() until the test finishes it, so the test knows exactly which results the sampler has
+// seen.
+class SteppedCollector : public Collector {
+ public:
+  std::string_view name() const override { return "stepped"; }
+  Status Init(const CollectorContext&) override { return OkStatus(); }
+  Status Collect(int64_t) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++entered_;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return free_ || finished_ >= entered_; });
+    return result_;
+  }
+  // Waits (up to 30 s, a bound on "never") until a call is inside Collect().
+  bool WaitInside() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(30), [this] { return entered_ > finished_; });
+  }
+  // Makes the call inside Collect() return `result`, then waits until the next call has entered,
+  // which the sampler makes only after it has taken in this result.
+  bool Finish(Status result) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      result_ = std::move(result);
+      ++finished_;
+    }
+    cv_.notify_all();
+    return WaitInside();
+  }
+  // Lets every later call return at once (before Stop()).
+  void Free() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      free_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t entered_ = 0, finished_ = 0;
+  bool free_ = false;
+  Status result_;
+};
+
+// Issue 14 #14: titan_collector_up stayed 1 while every Collect() failed.
+TEST(SamplerTest, ACollectorIsDownAfterConsecutiveFailuresAndUpAfterASuccess) {
+  MetricRegistry registry;
+  CollectorContext context;
+  context.registry = &registry;
+  Sampler sampler(context);
+  auto owned = std::make_unique<SteppedCollector>();
+  SteppedCollector* stepped = owned.get();
+  std::vector<CollectorSpec> specs;
+  specs.push_back({std::move(owned), kNsPerMs});
+  sampler.Start(std::move(specs));
+  ASSERT_TRUE(stepped->WaitInside());
+  const auto up = [&] {
+    sampler.RecordUp(WallNowNs());
+    return Up(registry, "stepped");
+  };
+  EXPECT_EQ(up(), 1);
+
+  for (uint64_t i = 1; i < kDownAfterFailures; ++i) {
+    ASSERT_TRUE(stepped->Finish(UnavailableError("source gone")));
+    EXPECT_EQ(up(), 1) << "one unreadable sample is not an outage (" << i << " failures)";
+  }
+  ASSERT_TRUE(stepped->Finish(UnavailableError("source gone")));
+  EXPECT_EQ(up(), 0) << kDownAfterFailures << " failures in a row";
+  EXPECT_EQ(sampler.Statuses()[0].consecutive_errors, kDownAfterFailures);
+  ASSERT_TRUE(stepped->Finish(UnavailableError("source gone")));
+  EXPECT_EQ(up(), 0);
+
+  ASSERT_TRUE(stepped->Finish(OkStatus()));
+  EXPECT_EQ(up(), 1) << "not up again after a Collect() that succeeded";
+  EXPECT_EQ(sampler.Statuses()[0].consecutive_errors, 0u);
+  EXPECT_EQ(sampler.Statuses()[0].errors, kDownAfterFailures + 1);
+  ASSERT_TRUE(stepped->Finish(UnavailableError("source gone")));
+  EXPECT_EQ(up(), 1) << "the count starts again after a success";
+
+  stepped->Free();
   sampler.Stop();
 }
 

@@ -22,28 +22,38 @@ const SignalDesc kReadingsDropped{
 
 }  // namespace
 
-CounterStep ResettableCounter::Advance(uint64_t reading, double max_per_second, int64_t interval_ns,
-                                       uint64_t* delta) {
+template <OnDecrease kPolicy>
+CounterStep BoundedCounter<kPolicy>::Advance(uint64_t reading, double max_per_second,
+                                             int64_t interval_ns, uint64_t* delta) {
   *delta = 0;
-  const uint64_t previous = value;
-  const bool had = seen;
-  value = reading;
-  seen = true;
-  if (!had) {
+  if (!seen) {
+    seen = true;
+    value = reading;
     total = static_cast<double>(reading);
     return CounterStep::kFirst;
   }
-  const double bound = max_per_second * static_cast<double>(std::max<int64_t>(interval_ns, 0)) /
-                       static_cast<double>(kNsPerSecond);
+  const double bound =
+      max_per_second * NsToSeconds(std::max<int64_t>(interval_ns, kMinBoundIntervalNs));
+  const uint64_t previous = value;
   if (reading < previous) {
-    if (static_cast<double>(reading) <= bound) total += static_cast<double>(reading);
+    if (kPolicy == OnDecrease::kHold && static_cast<double>(previous - reading) <= bound) {
+      return CounterStep::kHeld;
+    }
+    if (kPolicy == OnDecrease::kRestart && static_cast<double>(reading) <= bound) {
+      total += static_cast<double>(reading);
+    }
+    value = reading;
     return CounterStep::kRestarted;
   }
+  value = reading;
   if (static_cast<double>(reading - previous) > bound) return CounterStep::kImplausible;
   *delta = reading - previous;
   total += static_cast<double>(*delta);
   return CounterStep::kDelta;
 }
+
+template struct BoundedCounter<OnDecrease::kRestart>;
+template struct BoundedCounter<OnDecrease::kHold>;
 
 void ReportDropped(const CollectorContext& ctx, std::string_view collector, DropReason reason,
                    std::string_view what) {
@@ -57,21 +67,24 @@ void ReportDropped(const CollectorContext& ctx, std::string_view collector, Drop
   ReportInvalid(ctx, collector, what);
 }
 
+template <typename Counter>
 bool AdvanceAll(const CollectorContext& ctx, std::string_view collector, std::string_view source,
                 std::string_view device, size_t n, const uint64_t* readings,
-                const double* max_per_second, int64_t interval_ns, ResettableCounter* counters,
+                const double* max_per_second, int64_t interval_ns, Counter* counters,
                 uint64_t* delta) {
-  bool all = true, restarted = false, jumped = false;
+  bool all = true, went_back = false, jumped = false;
   for (size_t i = 0; i < n; ++i) {
     const CounterStep step =
         counters[i].Advance(readings[i], max_per_second[i], interval_ns, &delta[i]);
-    all &= step == CounterStep::kDelta;
-    restarted |= step == CounterStep::kRestarted;
+    all &= step == CounterStep::kDelta || step == CounterStep::kHeld;
+    went_back |= step == CounterStep::kRestarted || step == CounterStep::kHeld;
     jumped |= step == CounterStep::kImplausible;
   }
-  if (restarted) {
+  if (went_back) {
+    const bool resets = Counter::kOnDecrease == OnDecrease::kRestart;
     ReportDropped(ctx, collector, DropReason::kCounterReset,
-                  fmt::format("{} counter of {} went backwards (device reset?)", source, device));
+                  fmt::format("{} counter of {} went backwards{}", source, device,
+                              resets ? " (device reset?)" : ""));
   }
   if (jumped) {
     ReportDropped(ctx, collector, DropReason::kCounterJump,
@@ -81,6 +94,13 @@ bool AdvanceAll(const CollectorContext& ctx, std::string_view collector, std::st
   }
   return all;
 }
+
+template bool AdvanceAll(const CollectorContext&, std::string_view, std::string_view,
+                         std::string_view, size_t, const uint64_t*, const double*, int64_t,
+                         ResettableCounter*, uint64_t*);
+template bool AdvanceAll(const CollectorContext&, std::string_view, std::string_view,
+                         std::string_view, size_t, const uint64_t*, const double*, int64_t,
+                         MonotonicCounter*, uint64_t*);
 
 int ParseUintFields(std::string_view* rest, uint64_t* out, int max_fields, bool* bad) {
   int parsed = 0;

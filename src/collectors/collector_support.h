@@ -51,54 +51,58 @@ inline void ReportInvalid(const CollectorContext& ctx, std::string_view collecto
   if (ctx.invalid_sample) ctx.invalid_sample(collector, what);
 }
 
-// A kernel counter that only resets with the machine (CPU times, vmstat, a process' CPU time).
-// A value below the previous one is a kernel glitch (iowait is known to step back on NO_HZ
-// kernels): the reading is dropped, the previous value is kept and `*went_back` is set.
-// Returns the increase since the previous reading (0 for the first one).
-struct MonotonicCounter {
-  uint64_t value = 0;
-  bool seen = false;
-  uint64_t Advance(uint64_t reading, bool* went_back) {
-    if (!seen) {
-      seen = true;
-      value = reading;
-      return 0;
-    }
-    if (reading < value) {
-      *went_back = true;
-      return 0;
-    }
-    const uint64_t delta = reading - value;
-    value = reading;
-    return delta;
-  }
-};
+// Physical bounds shared by several collectors' counters, per second.
+// Storage: 32 PCIe 5 NVMe drives at full speed; I/Os of any size at that rate.
+inline constexpr double kMaxStorageBytesPerSecond = 4e11;
+inline constexpr double kMaxStorageOpsPerSecond = 1e8;
+// CPU time: one CPU runs at most 1 s per second; twice that leaves room for a reading taken late.
+inline constexpr double kMaxCpuSecondsPerCpuSecond = 2;
+// A bound covers at least this much time, so that a reading taken late on a loaded machine (the
+// interval is measured from when sampling started) is not taken for a glitch.
+inline constexpr int64_t kMinBoundIntervalNs = 1'000'000'000;
 
-// How one reading of a ResettableCounter moved.
+// How one reading of a counter moved.
 enum class CounterStep {
   kFirst,        // the first reading: no delta yet
   kDelta,        // *delta is the increase since the previous reading
-  kRestarted,    // below the previous reading: the device was re-created and counts from zero
+  kHeld,         // a little below the previous reading (MonotonicCounter only): *delta is 0
+  kRestarted,    // below the previous reading: the next reading is measured from this one
   kImplausible,  // more than the field's physical bound allows since the previous reading
 };
 
-// A counter of a device that can be re-created (a network interface, a disk, an HCA port).
-// Every reading is checked against `max_per_second`, the most the field can physically grow per
-// second (a documented bound per field, e.g. bytes of 4 x 400 Gbit/s links):
-//  - an increase beyond max_per_second x the interval is a glitch (a driver reporting 2^64-1):
-//    no delta for the interval, nothing added to the total;
-//  - a decrease is a restart from zero: no delta for the interval; the new reading is added to
-//    the total when it is itself plausible;
-// and either way the next reading is measured from this one, so a counter that really jumped
-// costs one interval, not all later ones. `total` (first reading + plausible increases) is what
-// callers export: it never goes backwards and never takes a glitch in.
-struct ResettableCounter {
-  uint64_t value = 0;  // the last reading
+// What a counter takes a reading below the previous one for.
+enum class OnDecrease {
+  kRestart,  // the device was re-created and counts from zero
+  kHold,     // the counter only resets with the machine
+};
+
+// A kernel counter checked against `max_per_second`, the most the field can physically grow per
+// second (a documented bound per field, e.g. bytes of 4 x 400 Gbit/s links), over the interval
+// (at least kMinBoundIntervalNs):
+//  - an increase beyond the bound is a glitch (a driver reporting 2^64-1): no delta for the
+//    interval, nothing added to the total, and the next reading is measured from this one, so a
+//    counter that really jumped costs one interval, not all later ones;
+//  - a decrease, with OnDecrease::kRestart (ResettableCounter: a network interface, a disk, an
+//    HCA port), is a restart from zero: no delta for the interval; the reading is added to the
+//    total when it is itself plausible; the next reading is measured from this one;
+//  - a decrease, with OnDecrease::kHold (MonotonicCounter: CPU times, vmstat, a process' CPU
+//    time, PSI totals), of at most the bound is a kernel wobble (iowait steps back on NO_HZ
+//    kernels): kHeld, delta 0, and the previous reading stays the base until the counter passes
+//    it; a larger decrease means this reading or the previous one was a glitch: kRestarted,
+//    nothing added, the next reading is measured from this one.
+// `total` (first reading + plausible increases) is what callers export: it never goes backwards
+// and never takes a glitch in, and one glitch costs at most two intervals.
+template <OnDecrease kPolicy>
+struct BoundedCounter {
+  static constexpr OnDecrease kOnDecrease = kPolicy;
+  uint64_t value = 0;  // the base of the next delta: the last reading, or the one held
   double total = 0;
   bool seen = false;
   CounterStep Advance(uint64_t reading, double max_per_second, int64_t interval_ns,
                       uint64_t* delta);
 };
+using ResettableCounter = BoundedCounter<OnDecrease::kRestart>;
+using MonotonicCounter = BoundedCounter<OnDecrease::kHold>;
 
 // Why a collector dropped a reading, for titan_collector_readings_dropped_total{collector,reason}.
 enum class DropReason { kCounterReset, kCounterJump };
@@ -109,13 +113,24 @@ void ReportDropped(const CollectorContext& ctx, std::string_view collector, Drop
                    std::string_view what);
 
 // Advances `counters[i]` with `readings[i]` (bounds `max_per_second[i]`) over `interval_ns`, for
-// each of the n fields of one device; sets delta[i] and returns whether every field has a delta.
-// Restarts and glitches are reported once per call (ReportDropped), naming `source` (the file,
-// e.g. "net/dev") and `device`. Allocates only to report.
+// each of the n fields of one device; sets delta[i] and returns whether every field has a delta
+// (kDelta, or kHeld with delta 0). Decreases and glitches are reported once per call
+// (ReportDropped: counter_reset, counter_jump), naming `source` (the file, e.g. "net/dev") and
+// `device`. Allocates only to report. Defined for ResettableCounter and MonotonicCounter.
+template <typename Counter>
 bool AdvanceAll(const CollectorContext& ctx, std::string_view collector, std::string_view source,
                 std::string_view device, size_t n, const uint64_t* readings,
-                const double* max_per_second, int64_t interval_ns, ResettableCounter* counters,
+                const double* max_per_second, int64_t interval_ns, Counter* counters,
                 uint64_t* delta);
+
+// AdvanceAll for one field (`field` names it in reports).
+inline bool AdvanceOne(const CollectorContext& ctx, std::string_view collector,
+                       std::string_view source, std::string_view field, uint64_t reading,
+                       double max_per_second, int64_t interval_ns, MonotonicCounter* counter,
+                       uint64_t* delta) {
+  return AdvanceAll(ctx, collector, source, field, 1, &reading, &max_per_second, interval_ns,
+                    counter, delta);
+}
 
 // Per-second rate of `delta` over `interval_ns`; false when the interval is not positive.
 inline bool RatePerSecond(double delta, int64_t interval_ns, double* out) {

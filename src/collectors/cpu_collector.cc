@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "src/base/text.h"
@@ -15,6 +16,15 @@ using collectors_internal::GaugeDesc;
 using collectors_internal::MonotonicCounter;
 
 constexpr int32_t kMaxCpu = 65535;
+
+// Bounds per CPU listed in /proc/stat, per second (the total line's are times the number of CPUs
+// listed): busy, idle and iowait ticks kMaxCpuSecondsPerCpuSecond x USER_HZ; 1e7 context switches
+// (100 ns each) and 1e6 forks. A faster increase is a glitch and drops the interval.
+constexpr double kMaxContextSwitchesPerCpuSecond = 1e7;
+constexpr double kMaxForksPerCpuSecond = 1e6;
+
+// The CPU-time counters kept per CPU, in this order.
+enum Ticks { kBusy, kIdle, kIowait, kTickCount };
 
 struct Descs {
   SignalDesc utilization = GaugeDesc("titan_cpu_utilization_ratio",
@@ -105,10 +115,11 @@ Status ParseProcStat(std::string_view text, ProcStat* out) {
 }
 
 struct CpuCollector::CpuState {
+  std::string device;  // "cpu" (the total line) or "cpuN", for reports
   Series* utilization = nullptr;
   Series* busy_seconds = nullptr;
   Series* iowait_seconds = nullptr;
-  MonotonicCounter busy, idle, iowait;
+  MonotonicCounter ticks[kTickCount];
   uint64_t pending_busy = 0;   // ticks since the last utilisation sample
   uint64_t pending_total = 0;  // (kept when an interval had no ticks at all)
 };
@@ -147,6 +158,7 @@ CpuCollector::CpuState* CpuCollector::StateFor(int32_t cpu) {
   }
   if (*slot == nullptr) {  // slow path: first sight of this CPU
     *slot = std::make_unique<CpuState>();
+    (*slot)->device = cpu < 0 ? "cpu" : "cpu" + std::to_string(cpu);
     const LabelValues labels = {cpu < 0 ? std::string("total") : std::to_string(cpu)};
     MetricRegistry& registry = *ctx_.registry;
     (*slot)->utilization = registry.GetOrCreate(D().utilization, labels, ctx_.interval_ns);
@@ -156,22 +168,23 @@ CpuCollector::CpuState* CpuCollector::StateFor(int32_t cpu) {
   return slot->get();
 }
 
-void CpuCollector::Record(CpuState& state, const CpuTimes& times, int64_t now_ns) {
-  const bool first = !state.busy.seen;
-  bool went_back = false;
-  const uint64_t busy = state.busy.Advance(times.Busy(), &went_back);
-  const uint64_t idle = state.idle.Advance(times.idle, &went_back);
-  const uint64_t iowait = state.iowait.Advance(times.iowait, &went_back);
-  if (went_back) {
-    collectors_internal::ReportInvalid(ctx_, name(), "/proc/stat CPU ticks went backwards");
-  }
+void CpuCollector::Record(CpuState& state, const CpuTimes& times, int64_t now_ns,
+                          int64_t interval_ns, double cpus) {
+  const uint64_t readings[kTickCount] = {times.Busy(), times.idle, times.iowait};
+  const double bound = collectors_internal::kMaxCpuSecondsPerCpuSecond * ticks_per_second_ * cpus;
+  const double bounds[kTickCount] = {bound, bound, bound};
+  uint64_t delta[kTickCount];
+  const bool first = !state.ticks[kBusy].seen;
+  const bool whole =
+      collectors_internal::AdvanceAll(ctx_, name(), "/proc/stat", state.device, kTickCount,
+                                      readings, bounds, interval_ns, state.ticks, delta);
   collectors_internal::SetCounter(state.busy_seconds, now_ns,
-                                  static_cast<double>(state.busy.value) / ticks_per_second_);
+                                  state.ticks[kBusy].total / ticks_per_second_);
   collectors_internal::SetCounter(state.iowait_seconds, now_ns,
-                                  static_cast<double>(state.iowait.value) / ticks_per_second_);
-  if (first) return;
-  state.pending_busy += busy;
-  state.pending_total += busy + idle + iowait;
+                                  state.ticks[kIowait].total / ticks_per_second_);
+  if (first || !whole) return;
+  state.pending_busy += delta[kBusy];
+  state.pending_total += delta[kBusy] + delta[kIdle] + delta[kIowait];
   if (state.pending_total == 0) return;  // no tick in this interval: merge it into the next
   const double ratio =
       static_cast<double>(state.pending_busy) / static_cast<double>(state.pending_total);
@@ -181,20 +194,27 @@ void CpuCollector::Record(CpuState& state, const CpuTimes& times, int64_t now_ns
 
 Status CpuCollector::Collect(int64_t now_ns) {
   TITAN_RETURN_IF_ERROR(collectors_internal::ReadAndParse(*reader_, ParseProcStat, &parsed_));
-  Record(*StateFor(-1), parsed_.total, now_ns);
-  for (const CpuTimes& times : parsed_.cpus) Record(*StateFor(times.cpu), times, now_ns);
+  const int64_t interval_ns = now_ns - last_ns_;
+  last_ns_ = now_ns;
+  const double cpus = static_cast<double>(std::max<size_t>(parsed_.cpus.size(), 1));
+  Record(*StateFor(-1), parsed_.total, now_ns, interval_ns, cpus);
+  for (const CpuTimes& times : parsed_.cpus) {
+    Record(*StateFor(times.cpu), times, now_ns, interval_ns, 1);
+  }
   GlobalSeries& g = *global_;
-  bool went_back = false;
+  uint64_t delta = 0;
   if (parsed_.has_context_switches) {
-    g.context_switches_value.Advance(parsed_.context_switches, &went_back);
-    collectors_internal::SetCounter(g.context_switches, now_ns,
-                                    static_cast<double>(g.context_switches_value.value));
+    collectors_internal::AdvanceOne(ctx_, name(), "/proc/stat", "ctxt", parsed_.context_switches,
+                                    kMaxContextSwitchesPerCpuSecond * cpus, interval_ns,
+                                    &g.context_switches_value, &delta);
+    collectors_internal::SetCounter(g.context_switches, now_ns, g.context_switches_value.total);
   }
   if (parsed_.has_forks) {
-    g.forks_value.Advance(parsed_.forks, &went_back);
-    collectors_internal::SetCounter(g.forks, now_ns, static_cast<double>(g.forks_value.value));
+    collectors_internal::AdvanceOne(ctx_, name(), "/proc/stat", "processes", parsed_.forks,
+                                    kMaxForksPerCpuSecond * cpus, interval_ns, &g.forks_value,
+                                    &delta);
+    collectors_internal::SetCounter(g.forks, now_ns, g.forks_value.total);
   }
-  if (went_back) collectors_internal::ReportInvalid(ctx_, name(), "/proc/stat counter went back");
   if (parsed_.has_procs) {
     collectors_internal::RecordGauge(g.running, now_ns, static_cast<double>(parsed_.procs_running));
     collectors_internal::RecordGauge(g.blocked, now_ns, static_cast<double>(parsed_.procs_blocked));

@@ -10,8 +10,11 @@
 // Resolution: /proc/stat counts in USER_HZ ticks (sysconf(_SC_CLK_TCK), usually 100 per second),
 // so one core's utilisation over a 10 ms interval is 0 or 1. An interval in which a CPU's ticks
 // did not advance leaves its gauge unsampled and is merged into the next one.
-// Bad input: a tick counter that goes backwards (iowait does on some kernels) is dropped and
-// reported via ctx.invalid_sample; a malformed file makes Collect() fail with INVALID_ARGUMENT.
+// Bad input: every counter is a collectors_internal::MonotonicCounter with a bound per CPU (see
+// cpu_collector.cc): a tick counter that steps back (iowait does on some kernels) keeps its
+// previous value, a glitch (2^64-1) is not exported and costs at most two intervals, both are
+// reported (ctx.invalid_sample, titan_collector_readings_dropped_total); a malformed file makes
+// Collect() fail with INVALID_ARGUMENT.
 #pragma once
 
 #include <cstdint>
@@ -64,10 +67,13 @@ class CpuCollector : public Collector {
  private:
   struct CpuState;
   CpuState* StateFor(int32_t cpu);
-  void Record(CpuState& state, const CpuTimes& times, int64_t now_ns);
+  // Records one CPU line; `cpus` is how many CPUs the line sums (the total line: all listed).
+  void Record(CpuState& state, const CpuTimes& times, int64_t now_ns, int64_t interval_ns,
+              double cpus);
 
   CollectorContext ctx_;
   double ticks_per_second_ = 100;
+  int64_t last_ns_ = 0;  // when the previous Collect() sampled
   std::unique_ptr<FileReader> reader_;
   ProcStat parsed_;
   std::unique_ptr<CpuState> total_;

@@ -104,6 +104,48 @@ TEST(CpuCollectorTest, TicksGoingBackwardsAreDroppedAndReported) {
   EXPECT_DOUBLE_EQ(t.Last("titan_cpu_utilization_ratio{cpu=\"total\"}"), 0.4);
 }
 
+// Issue 15 #14: one reading of 2^64-1 was exported (1.8e17 s of iowait, 1.8e19 context
+// switches), and every normal reading after it looked like a step back, so the counters stayed
+// stuck on the glitch.
+TEST(CpuCollectorTest, AGlitchTo2Pow64IsNotExportedAndTheCountersRecover) {
+  ScratchRoots roots;
+  testing::WriteFile(roots.proc() / "stat", "cpu 100 0 100 800 50 0 0 0\nctxt 1000\n");
+  TestContext t(roots.env());
+  CpuCollector collector;
+  ASSERT_TRUE(collector.Init(t.ctx()).ok());
+  ASSERT_TRUE(collector.Collect(kT0).ok());
+  const std::string iowait = "titan_cpu_iowait_seconds_total{cpu=\"total\"}";
+  const std::string utilization = "titan_cpu_utilization_ratio{cpu=\"total\"}";
+  const auto collect_at = [&](int seconds, const std::string& stat) {
+    testing::WriteFile(roots.proc() / "stat", stat);
+    ASSERT_TRUE(collector.Collect(kT0 + seconds * kSecond).ok());
+  };
+
+  collect_at(1, "cpu 110 0 110 880 18446744073709551615 0 0 0\nctxt 18446744073709551615\n");
+  EXPECT_DOUBLE_EQ(t.Counter(iowait), 50 / Ticks());
+  EXPECT_DOUBLE_EQ(t.Counter("titan_context_switches_total"), 1000);
+  EXPECT_EQ(t.Samples(utilization), 0u) << "an interval with a glitch has no utilisation";
+  EXPECT_DOUBLE_EQ(t.Counter("titan_cpu_busy_seconds_total{cpu=\"total\"}"), 220 / Ticks());
+  EXPECT_DOUBLE_EQ(
+      t.Counter(
+          "titan_collector_readings_dropped_total{collector=\"cpu\",reason=\"counter_jump\"}"),
+      2);
+
+  // Back to normal: one more interval is dropped (measured from the glitch), then all resumes.
+  collect_at(2, "cpu 120 0 120 960 60 0 0 0\nctxt 2000\n");
+  EXPECT_DOUBLE_EQ(t.Counter(iowait), 50 / Ticks());
+  EXPECT_DOUBLE_EQ(t.Counter("titan_context_switches_total"), 1000);
+  collect_at(3, "cpu 130 0 130 1040 70 0 0 0\nctxt 3000\n");
+  EXPECT_DOUBLE_EQ(t.Counter(iowait), 60 / Ticks());
+  EXPECT_DOUBLE_EQ(t.Counter("titan_context_switches_total"), 2000);
+  EXPECT_DOUBLE_EQ(t.Last(utilization), 20.0 / 110.0);
+  EXPECT_DOUBLE_EQ(
+      t.Counter(
+          "titan_collector_readings_dropped_total{collector=\"cpu\",reason=\"counter_reset\"}"),
+      2);
+  EXPECT_EQ(t.invalid().size(), 4u);
+}
+
 TEST(CpuCollectorTest, IntervalWithoutTicksIsMergedIntoTheNext) {
   ScratchRoots roots;
   testing::WriteFile(roots.proc() / "stat", "cpu 100 0 0 100 0 0 0 0\n");

@@ -21,12 +21,19 @@ constexpr uint64_t kMaxInFlight = 1 << 20;
 
 // Counters exported per device, in this order.
 enum Counter { kReadBytes, kWrittenBytes, kReads, kWrites, kReadTime, kWriteTime, kIoTime, kCount };
-// The most each counter can grow per second on one block device: 400 GB/s of sectors (an array
-// of 32 PCIe 5 NVMe drives), 1e8 I/Os, and milliseconds of I/O time of up to kMaxInFlight I/Os
-// at once; io_ms grows by at most 1000 per second, plus a tick, over short intervals (the busy
-// ratio check refines it). A faster increase is a glitch and drops the interval.
-constexpr double kMaxPerSecond[kCount] = {4e11 / kSectorBytes, 4e11 / kSectorBytes, 1e8, 1e8,
-                                          1e3 * kMaxInFlight,  1e3 * kMaxInFlight,  1e4};
+// The most each counter can grow per second on one block device: kMaxStorageBytesPerSecond of
+// sectors (400 GB/s), kMaxStorageOpsPerSecond I/Os (1e8), and milliseconds of I/O time of up to
+// kMaxInFlight I/Os at once; io_ms grows by at most 1000 per second, plus a tick, over short
+// intervals (the busy ratio check refines it). A faster increase is a glitch and drops the
+// interval.
+constexpr double kMaxPerSecond[kCount] = {
+    collectors_internal::kMaxStorageBytesPerSecond / kSectorBytes,
+    collectors_internal::kMaxStorageBytesPerSecond / kSectorBytes,
+    collectors_internal::kMaxStorageOpsPerSecond,
+    collectors_internal::kMaxStorageOpsPerSecond,
+    1e3 * kMaxInFlight,
+    1e3 * kMaxInFlight,
+    1e4};
 
 struct Descs {
   SignalDesc counters[kCount] = {

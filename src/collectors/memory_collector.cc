@@ -21,6 +21,19 @@ constexpr std::string_view kMeminfoKeys[Meminfo::kFieldCount] = {
 constexpr std::string_view kVmstatKeys[Vmstat::kFieldCount] = {
     "pgfault", "pgmajfault", "pgpgin", "pgpgout", "pswpin", "pswpout", "oom_kill"};
 
+// The most each vmstat counter can grow per second on one machine: 1e10 page faults (100 ns
+// each on 1,024 CPUs); major faults, which wait for I/O, kMaxStorageOpsPerSecond (1e8); KiB
+// paged in or out kMaxStorageBytesPerSecond / 1024 (400 GB/s); pages swapped in or out the same
+// bytes / 4 KiB (the smallest page); 1e4 OOM kills. A faster increase is a glitch and drops it.
+constexpr double kMaxVmstatPerSecond[Vmstat::kFieldCount] = {
+    1e10,
+    collectors_internal::kMaxStorageOpsPerSecond,
+    collectors_internal::kMaxStorageBytesPerSecond / 1024,
+    collectors_internal::kMaxStorageBytesPerSecond / 1024,
+    collectors_internal::kMaxStorageBytesPerSecond / 4096,
+    collectors_internal::kMaxStorageBytesPerSecond / 4096,
+    1e4};
+
 template <size_t N>
 int FindKey(const std::string_view (&keys)[N], std::string_view key) {
   for (size_t i = 0; i < N; ++i) {
@@ -136,6 +149,7 @@ struct MemoryCollector::State {
   Series* swap_used = nullptr;
   Series* counters[Vmstat::kFieldCount] = {};
   MonotonicCounter counter_values[Vmstat::kFieldCount];
+  int64_t last_vmstat_ns = 0;  // when vmstat was last sampled
   double counter_scale[Vmstat::kFieldCount] = {};
 };
 
@@ -205,14 +219,17 @@ void MemoryCollector::RecordMeminfo(int64_t now_ns) {
 
 void MemoryCollector::RecordVmstat(int64_t now_ns) {
   State& s = *state_;
-  bool went_back = false;
+  const int64_t interval_ns = now_ns - s.last_vmstat_ns;
+  s.last_vmstat_ns = now_ns;
   for (uint32_t f = 0; f < Vmstat::kFieldCount; ++f) {
     if (!vmstat_.Has(static_cast<Vmstat::Field>(f)) || s.counters[f] == nullptr) continue;
-    s.counter_values[f].Advance(vmstat_.value[f], &went_back);
-    collectors_internal::SetCounter(
-        s.counters[f], now_ns, static_cast<double>(s.counter_values[f].value) * s.counter_scale[f]);
+    uint64_t delta = 0;
+    collectors_internal::AdvanceOne(ctx_, name(), "vmstat", kVmstatKeys[f], vmstat_.value[f],
+                                    kMaxVmstatPerSecond[f], interval_ns, &s.counter_values[f],
+                                    &delta);
+    collectors_internal::SetCounter(s.counters[f], now_ns,
+                                    s.counter_values[f].total * s.counter_scale[f]);
   }
-  if (went_back) collectors_internal::ReportInvalid(ctx_, name(), "vmstat counter went backwards");
 }
 
 Status MemoryCollector::Collect(int64_t now_ns) {

@@ -9,8 +9,11 @@
 // pages), titan_memory_oom_kills_total.
 //
 // Kernels before 3.14 lack MemAvailable: it is then estimated as MemFree + Buffers + Cached.
-// Bad input: MemAvailable > MemTotal or a vmstat counter going backwards is dropped and reported
-// via ctx.invalid_sample; an unparsable file fails Collect() with INVALID_ARGUMENT.
+// Bad input: MemAvailable > MemTotal is dropped and reported via ctx.invalid_sample; vmstat
+// counters are collectors_internal::MonotonicCounters with a bound per field (see
+// memory_collector.cc): one going back keeps its previous value, a glitch (2^64-1) is not
+// exported; both are reported (ctx.invalid_sample, titan_collector_readings_dropped_total). An
+// unparsable file fails Collect() with INVALID_ARGUMENT.
 #pragma once
 
 #include <cstdint>

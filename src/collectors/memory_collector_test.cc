@@ -106,6 +106,30 @@ TEST(MemoryCollectorTest, AbsurdValuesAreDroppedAndReported) {
   EXPECT_NE(status.message().find("meminfo"), std::string_view::npos);
 }
 
+// Issue 15 #14: a vmstat counter read once as 2^64-1 was exported and then stuck there.
+TEST(MemoryCollectorTest, AVmstatGlitchIsNotExportedAndTheCounterRecovers) {
+  ScratchRoots roots;
+  testing::WriteFile(roots.proc() / "meminfo", "MemTotal: 1000 kB\nMemAvailable: 400 kB\n");
+  TestContext t(roots.env());
+  MemoryCollector collector;
+  const std::string faults = "titan_memory_page_faults_total";
+  const uint64_t readings[] = {100, UINT64_MAX, 200, 300};
+  const double exported[] = {100, 100, 100, 200};
+  testing::WriteFile(roots.proc() / "vmstat", "pgfault 100\n");
+  ASSERT_TRUE(collector.Init(t.ctx()).ok());
+  for (int i = 0; i < 4; ++i) {
+    testing::WriteFile(roots.proc() / "vmstat", "pgfault " + std::to_string(readings[i]) + "\n");
+    ASSERT_TRUE(collector.Collect(kT0 + i * kSecond).ok());
+    EXPECT_DOUBLE_EQ(t.Counter(faults), exported[i]) << "reading " << i;
+  }
+  EXPECT_DOUBLE_EQ(
+      t.Counter("titan_collector_readings_dropped_total{collector=\"memory\",reason=\"counter_"
+                "jump\"}"),
+      1);
+  ASSERT_EQ(t.invalid().size(), 2u);
+  EXPECT_NE(t.invalid()[0].find("pgfault"), std::string::npos) << t.invalid()[0];
+}
+
 TEST(MemoryCollectorTest, RealProcValuesInRange) {
   TestContext t{Env()};
   MemoryCollector collector;

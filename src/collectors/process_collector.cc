@@ -18,6 +18,11 @@ using collectors_internal::MonotonicCounter;
 constexpr double kCoresSlack = 0.1;  // tick granularity on short intervals
 constexpr int64_t kGoneProbeNs = 1'000'000'000;
 
+// Bounds per process, per second: CPU ticks kMaxCpuSecondsPerCpuSecond x USER_HZ on every CPU
+// of the machine; major faults and I/O bytes those of the whole machine's storage
+// (kMaxStorageOpsPerSecond, kMaxStorageBytesPerSecond). A faster increase is a glitch: no delta
+// for the interval, and the exported counter does not take it.
+
 struct Descs {
   SignalDesc cpu_seconds = CounterDesc("titan_process_cpu_seconds_total",
                                        "CPU time of the process (user + system).", {"rank", "pid"});
@@ -108,9 +113,11 @@ Status ParseProcessIo(std::string_view text, ProcessIo* out) {
 
 struct ProcessCollector::Entry {
   Entry(const Env& env, pid_t pid)
-      : stat(env.ProcPath(std::to_string(pid) + "/stat"), 4096),
+      : device("pid " + std::to_string(pid)),
+        stat(env.ProcPath(std::to_string(pid) + "/stat"), 4096),
         status(env.ProcPath(std::to_string(pid) + "/status"), 64 << 10),
         io(env.ProcPath(std::to_string(pid) + "/io"), 4096) {}
+  std::string device;  // "pid N", for reports
   FileReader stat, status, io;
   bool io_denied = false;
   int32_t rank = 0;
@@ -142,6 +149,9 @@ Status ProcessCollector::Init(const CollectorContext& ctx) {
   ticks_per_second_ = ticks > 0 ? static_cast<double>(ticks) : 100.0;
   const long page = sysconf(_SC_PAGESIZE);
   page_bytes_ = page > 0 ? static_cast<uint64_t>(page) : 4096;
+  const long cpus = sysconf(_SC_NPROCESSORS_CONF);
+  max_ticks_per_second_ = collectors_internal::kMaxCpuSecondsPerCpuSecond * ticks_per_second_ *
+                          static_cast<double>(cpus > 0 ? cpus : 1);
   return OkStatus();
 }
 
@@ -179,18 +189,22 @@ bool ProcessCollector::CollectOne(Entry& entry, const WatchedProcess& process, i
   }
   entry.start_ticks = stat.start_ticks;
 
-  bool went_back = false;
-  const bool first = !entry.cpu_ticks.seen;
-  const uint64_t cpu_delta =
-      entry.cpu_ticks.Advance(stat.utime_ticks + stat.stime_ticks, &went_back);
-  SetCounter(entry.cpu_seconds, now_ns,
-             static_cast<double>(entry.cpu_ticks.value) / ticks_per_second_);
-  entry.major_fault_count.Advance(stat.major_faults, &went_back);
-  SetCounter(entry.major_faults, now_ns, static_cast<double>(entry.major_fault_count.value));
-  RecordGauge(entry.threads, now_ns, static_cast<double>(stat.threads));
+  using collectors_internal::AdvanceOne;
+  using collectors_internal::kMaxStorageBytesPerSecond;
   const int64_t interval_ns = now_ns - entry.last_ns;
   entry.last_ns = now_ns;
-  if (!first && interval_ns > 0) {
+  const bool first = !entry.cpu_ticks.seen;
+  uint64_t cpu_delta = 0, delta = 0;
+  const bool have_cpu_delta = AdvanceOne(ctx_, name(), "/proc/<pid>/stat", entry.device,
+                                         stat.utime_ticks + stat.stime_ticks, max_ticks_per_second_,
+                                         interval_ns, &entry.cpu_ticks, &cpu_delta);
+  SetCounter(entry.cpu_seconds, now_ns, entry.cpu_ticks.total / ticks_per_second_);
+  AdvanceOne(ctx_, name(), "/proc/<pid>/stat", entry.device, stat.major_faults,
+             collectors_internal::kMaxStorageOpsPerSecond, interval_ns, &entry.major_fault_count,
+             &delta);
+  SetCounter(entry.major_faults, now_ns, entry.major_fault_count.total);
+  RecordGauge(entry.threads, now_ns, static_cast<double>(stat.threads));
+  if (!first && have_cpu_delta && interval_ns > 0) {
     const double cores =
         static_cast<double>(cpu_delta) / ticks_per_second_ * 1e9 / static_cast<double>(interval_ns);
     const double max_cores =
@@ -216,15 +230,16 @@ bool ProcessCollector::CollectOne(Entry& entry, const WatchedProcess& process, i
       // EACCES without ptrace access; NOT_FOUND if it exited right now.
       entry.io_denied = io_text.status().code() == StatusCode::kPermissionDenied;
     } else if (ParseProcessIo(*io_text, &io).ok()) {
-      entry.read_count.Advance(io.read_bytes, &went_back);
-      entry.write_count.Advance(io.write_bytes, &went_back);
-      SetCounter(entry.read_bytes, now_ns, static_cast<double>(entry.read_count.value));
-      SetCounter(entry.written_bytes, now_ns, static_cast<double>(entry.write_count.value));
+      AdvanceOne(ctx_, name(), "/proc/<pid>/io", entry.device, io.read_bytes,
+                 kMaxStorageBytesPerSecond, interval_ns, &entry.read_count, &delta);
+      AdvanceOne(ctx_, name(), "/proc/<pid>/io", entry.device, io.write_bytes,
+                 kMaxStorageBytesPerSecond, interval_ns, &entry.write_count, &delta);
+      SetCounter(entry.read_bytes, now_ns, entry.read_count.total);
+      SetCounter(entry.written_bytes, now_ns, entry.write_count.total);
     } else {
       collectors_internal::ReportInvalid(ctx_, name(), "unparsable /proc/<pid>/io");
     }
   }
-  if (went_back) collectors_internal::ReportInvalid(ctx_, name(), "process counter went back");
   return true;
 }
 

@@ -12,7 +12,9 @@
 // agent still lists it, it is probed again once a second. A reused pid (different start time)
 // starts afresh. /proc/<pid>/io needs ptrace access: where it is
 // denied, I/O series are left out for that process without an error. Collect() never fails because
-// of one process; unparsable files are reported via ctx.invalid_sample.
+// of one process; unparsable files are reported via ctx.invalid_sample. Counters are
+// collectors_internal::MonotonicCounters with a bound per field (see process_collector.cc): a
+// glitch (2^64-1) is not exported and is reported (titan_collector_readings_dropped_total).
 #pragma once
 
 #include <sys/types.h>
@@ -74,6 +76,7 @@ class ProcessCollector : public Collector {
   CollectorContext ctx_;
   double ticks_per_second_ = 100;
   uint64_t page_bytes_ = 4096;
+  double max_ticks_per_second_ = 0;  // the bound of one process' CPU ticks
   std::vector<WatchedProcess> snapshot_;
   std::unordered_map<pid_t, std::unique_ptr<Entry>> entries_;
   uint64_t round_ = 0;

@@ -26,6 +26,9 @@ constexpr std::string_view kResources[] = {"cpu", "memory", "io"};
 constexpr std::string_view kKinds[2] = {"some", "full"};
 constexpr long kProcSuperMagic = 0x9fa0;
 constexpr double kRatioSlack = 0.05;
+// A total= counts microseconds of a share of wall time: at most 1e6 per second, twice that for a
+// reading taken late. A faster increase is a glitch: not exported, no ratio for the interval.
+constexpr double kMaxStallUsPerSecond = 2e6;
 constexpr int64_t kUnprivilegedWindowUs = 2'000'000;
 
 struct Descs {
@@ -300,19 +303,19 @@ Status PsiCollector::Collect(int64_t now_ns) {
       }
       const PressureLine& line = k == 0 ? parsed_.some : parsed_.full;
       const bool first = !resource->totals[k].seen;
-      bool went_back = false;
-      const uint64_t delta_us = resource->totals[k].Advance(line.total_us, &went_back);
-      if (went_back)
-        collectors_internal::ReportInvalid(ctx_, name(), "pressure total= went backwards");
+      uint64_t delta_us = 0;
+      const bool have_delta = collectors_internal::AdvanceOne(
+          ctx_, name(), resource->reader->path(), kKinds[k], line.total_us, kMaxStallUsPerSecond,
+          interval_ns, &resource->totals[k], &delta_us);
       collectors_internal::SetCounter(resource->stall_seconds[k], now_ns,
-                                      static_cast<double>(resource->totals[k].value) / 1e6);
+                                      resource->totals[k].total / 1e6);
       const double avg10 = line.avg10 / 100;
       if (collectors_internal::PlausibleRatio(avg10, 0)) {
         RecordGauge(resource->avg10[k], now_ns, avg10);
       } else {
         collectors_internal::ReportInvalid(ctx_, name(), "pressure avg10 outside 0..100");
       }
-      if (first || went_back || interval_ns <= 0) continue;
+      if (first || !have_delta || interval_ns <= 0) continue;
       const double ratio = static_cast<double>(delta_us) * 1e3 / static_cast<double>(interval_ns);
       if (collectors_internal::PlausibleRatio(ratio, kRatioSlack)) {
         RecordGauge(resource->stall_ratio[k], now_ns, std::min(ratio, 1.0));
