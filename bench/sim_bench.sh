@@ -7,8 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/release}
-sim=("$build/src/sim/titan_sim_cli")
-[ -x "$build/tools/titan/titan" ] && sim=("$build/tools/titan/titan" sim)
+sim=("$build/tools/titan/titan" sim)
 now() { date +%s.%N; }
 replicas=2000
 

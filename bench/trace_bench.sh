@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # titan trace vs the floor for any Python tool (json.load of the same gzipped files), on an
 # 8-rank set built from a real rank (bench/trace_make_set.py), in the same run.
-# usage: bench/trace_bench.sh [BUILD_DIR]   (needs titan_trace_cli built in BUILD_DIR)
+# usage: bench/trace_bench.sh [BUILD_DIR]   (needs titan built in BUILD_DIR)
 set -euo pipefail
 source "$(dirname "$0")/trace_set.sh"
-CLI="$BUILD/src/trace/titan_trace_cli"
-[[ -x "$CLI" ]] || { echo "build titan_trace_cli first: cmake --build $BUILD --target titan_trace_cli" >&2; exit 1; }
+TITAN="$BUILD/tools/titan/titan"
+[[ -x "$TITAN" ]] || { echo "build titan first: cmake --build $BUILD --target titan" >&2; exit 1; }
+CLI=("$TITAN" trace)
 FILES=("$SET"/rank*.json.gz)
 RAW=$(for f in "${FILES[@]}"; do gzip -dc "$f" | wc -c; done | awk '{s+=$1} END {print s}')
 GZ=$(du -cb "${FILES[@]}" | tail -1 | cut -f1)
@@ -24,9 +25,9 @@ measure() {  # label, command...: prints "label wall_s maxrss_kb cpu_s"
   echo "$label $wall $rss $cpu"
 }
 
-read -r _ T2 R2 C2 < <(measure titan2 "$CLI" analyze "$SET" --threads 2)
-read -r _ T1 R1 C1 < <(measure titan1 "$CLI" analyze "$SET" --threads 1)
-read -r _ TH RH CH < <(measure titanh "$CLI" analyze "$SET" --threads 2 --hta-compat)
+read -r _ T2 R2 C2 < <(measure titan2 "${CLI[@]}" analyze "$SET" --threads 2)
+read -r _ T1 R1 C1 < <(measure titan1 "${CLI[@]}" analyze "$SET" --threads 1)
+read -r _ TH RH CH < <(measure titanh "${CLI[@]}" analyze "$SET" --threads 2 --hta-compat)
 read -r _ TP RP CP < <(measure python /usr/bin/python3 -c 'import json,gzip,sys; [json.load(gzip.open(f)) for f in sys.argv[1:]]' "${FILES[@]}")
 
 awk -v raw="$RAW" -v t2="$T2" -v r2="$R2" -v c2="$C2" -v t1="$T1" -v r1="$R1" -v c1="$C1" \
@@ -41,4 +42,4 @@ awk -v raw="$RAW" -v t2="$T2" -v r2="$R2" -v c2="$C2" -v t1="$T1" -v r1="$R1" -v
   printf "ratio (CPU):  %.1fx less CPU time\n", cp / c2
 }'
 echo "HTA itself is not installable here (not on PyPI in this environment); its published speed on this kind of machine is ~8 MB/s per core."
-echo "late rank check:"; "$CLI" analyze "$SET" --threads 2 | sed -n '/^stragglers:/,/^$/p'
+echo "late rank check:"; "${CLI[@]}" analyze "$SET" --threads 2 | sed -n '/^stragglers:/,/^$/p'

@@ -9,6 +9,7 @@ void BindCheckpoint(pybind11::module_& m);  // checkpoint_binding.cc
 
 PYBIND11_MODULE(_titan, m) {
   m.doc() = "titan native core: event client and checkpoint engine";
+  m.attr("__version__") = TITAN_VERSION;  // the project() version in CMakeLists.txt
   titan::python::BindClient(m);
   titan::python::BindCheckpoint(m);
 }

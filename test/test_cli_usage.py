@@ -42,3 +42,21 @@ def test_help_exits_0(sub):
     p = subprocess.run([TITAN, sub, "--help"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0, (sub, p.returncode, p.stderr)
     assert "Usage" in p.stdout or "usage" in p.stdout, p.stdout[:500]
+
+
+def test_the_version_is_one_version():
+    """`titan version` and the Python module report the project() version of CMakeLists.txt
+    (the module's was a second copy in __init__.py)."""
+    out = subprocess.run([TITAN, "version"], capture_output=True, text=True, timeout=10)
+    assert out.returncode == 0
+    cmake = open(os.path.join(os.path.dirname(__file__), "..", "CMakeLists.txt")).read()
+    version = cmake.split("project(titan VERSION ", 1)[1].split()[0]
+    assert out.stdout.strip() == f"titan {version}"
+    stage = os.path.join(os.environ["TITAN_PYTHONPATH"], "titan")
+    if not os.path.isdir(stage) or not any(f.startswith("_titan") for f in os.listdir(stage)):
+        pytest.skip("the Python module is not built (TITAN_PYTHON=OFF)")
+    py = subprocess.run(["/usr/bin/python3", "-c", "import titan; print(titan.__version__)"],
+                        capture_output=True, text=True, timeout=60,
+                        env={**os.environ, "PYTHONPATH": os.environ["TITAN_PYTHONPATH"]})
+    assert py.returncode == 0, py.stderr
+    assert py.stdout.strip() == version

@@ -4,4 +4,4 @@ Submodules:
   titan.client      step / checkpoint / mark events to the node's `titan agent` (never blocks)
   titan.checkpoint  sharded, asynchronous, incremental, verified checkpoints
 """
-__version__ = "0.1.0"
+from titan._titan import __version__  # noqa: F401  (the version in CMakeLists.txt project())

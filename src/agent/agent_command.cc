@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "src/agent/agent.h"
+#include "src/agent/agent_command.h"
 #include "src/agent/http_server.h"
 #include "src/agent/live_view.h"
 #include "src/base/clock.h"
@@ -17,7 +18,6 @@
 #include "src/base/log.h"
 #include "src/client/wire.h"
 #include "src/collectors/collector_registry.h"
-#include "tools/titan/commands.h"
 
 namespace titan {
 namespace {

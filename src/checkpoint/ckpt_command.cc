@@ -14,12 +14,12 @@
 #include "src/base/command_line.h"
 #include "src/base/text.h"
 #include "src/checkpoint/catalog.h"
+#include "src/checkpoint/ckpt_command.h"
 #include "src/checkpoint/copy.h"
 #include "src/checkpoint/layout.h"
 #include "src/checkpoint/mirror.h"
 #include "src/checkpoint/reader.h"
 #include "src/s3/config.h"
-#include "tools/titan/commands.h"
 
 namespace titan {
 namespace {

@@ -14,8 +14,8 @@
 #include "src/base/duration.h"
 #include "src/base/fd_limit.h"
 #include "src/base/log.h"
+#include "src/serve_sim/serve_sim_command.h"
 #include "src/serve_sim/server.h"
-#include "tools/titan/commands.h"
 
 namespace titan {
 namespace {

@@ -10,8 +10,8 @@
 #include "src/sim/presets.h"
 #include "src/sim/report.h"
 #include "src/sim/scenario_text.h"
+#include "src/sim/sim_command.h"
 #include "src/sim/simulate.h"
-#include "tools/titan/commands.h"
 
 namespace titan {
 namespace {

@@ -1,4 +1,4 @@
-// Runs the real `titan sim` entry point as a process (titan_sim_cli) and checks exit codes and
+// Runs the real `titan sim` as a process (the titan binary) and checks exit codes and
 // output: what a user sees.
 #include <sys/wait.h>
 
@@ -18,7 +18,7 @@ struct Output {
 
 Output RunCli(const std::string& args) {
   const std::string command =
-      std::string(TITAN_BINARY_DIR) + "/src/sim/titan_sim_cli " + args + " 2>&1";
+      std::string(TITAN_BINARY_DIR) + "/tools/titan/titan sim " + args + " 2>&1";
   Output result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;

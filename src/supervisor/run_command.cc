@@ -1,4 +1,6 @@
 // `titan run [options] -- COMMAND ARGS...`: option parsing; the loop is in supervisor.cc.
+#include "src/supervisor/run_command.h"
+
 #include <unistd.h>
 
 #include <cstdlib>

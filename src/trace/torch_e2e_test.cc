@@ -68,7 +68,7 @@ TEST_F(TorchTraces, TheSlowRankIsFoundWithItsWait) {
 }
 
 TEST_F(TorchTraces, CliPrintsJsonAndCsv) {
-  std::string cli = std::string(TITAN_BINARY_DIR) + "/src/trace/titan_trace_cli";
+  std::string cli = std::string(TITAN_BINARY_DIR) + "/tools/titan/titan trace";
   std::string csv = dir_ + "/csv";
   std::string cmd = fmt::format("{} analyze {} --json --csv {} > {}/out.json 2> {}/err.txt", cli,
                                 dir_ + "/rank0.json " + dir_ + "/rank1.json", csv, dir_, dir_);

@@ -1,5 +1,7 @@
 // `titan trace`: analyse PyTorch profiler traces of many ranks, in one process or split across
 // nodes (summarize per node, then analyze the summaries); merge agent telemetry into them.
+#include "src/trace/trace_command.h"
+
 #include <unistd.h>
 
 #include <climits>

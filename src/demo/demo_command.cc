@@ -8,6 +8,8 @@
 //    captures the hung worker's stack, restarts from the newest titan checkpoint and finishes.
 // 3. A summary: timeline of transients and decisions, goodput ledger, final loss against the
 //    reference, and where the event logs and the Perfetto trace are.
+#include "src/demo/demo_command.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
