@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -10,6 +11,9 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
+
+#include "src/supervisor/leftovers.h"
 
 namespace titan::supervisor {
 namespace {
@@ -18,7 +22,8 @@ namespace {
 constexpr int32_t kRelease = 0;
 
 // The guardian's whole life, after fork: async-signal-safe calls only, no allocation.
-[[noreturn]] void GuardianMain(int read_fd, const char* cgroup_kill, const char* cgroup_dir) {
+[[noreturn]] void GuardianMain(int read_fd, const char* cgroup_kill, const char* cgroup_dir,
+                               char* args, size_t args_size) {
   ::setpgid(0, 0);
   struct sigaction ignore = {};
   ignore.sa_handler = SIG_IGN;
@@ -28,6 +33,16 @@ constexpr int32_t kRelease = 0;
   // Keep only the pipe: never hold the caller's stdout, sockets or files open.
   if (read_fd > 0) ::syscall(SYS_close_range, 0u, static_cast<unsigned>(read_fd - 1), 0u);
   ::syscall(SYS_close_range, static_cast<unsigned>(read_fd + 1), ~0u, 0u);
+  // Named unlike titan run (guardian.h); Start() waits for this.
+  static constexpr char kName[] = "titan-guardian";
+  ::prctl(PR_SET_NAME, kName);
+  if (args != nullptr && args_size > 0) {
+    const size_t n = args_size - 1 < sizeof(kName) - 1 ? args_size - 1 : sizeof(kName) - 1;
+    ::memset(args, 0, args_size);
+    ::memcpy(args, kName, n);
+  }
+  const char ready = 1;
+  if (::write(read_fd, &ready, 1) != 1) ::_exit(1);
 
   pid_t groups[Guardian::kMaxGroups];
   int count = 0;
@@ -87,6 +102,13 @@ Status Guardian::Start(const std::string& cgroup_dir) {
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     return ErrnoError(errno, "socketpair for the worker guardian");
   }
+  // The argument strings the child renames (see guardian.h); left alone if unknown.
+  char* args = nullptr;
+  size_t args_size = 0;
+  if (auto self = ReadProcStat(::getpid()); self.ok() && self->arg_end > self->arg_start) {
+    args = reinterpret_cast<char*>(static_cast<uintptr_t>(self->arg_start));
+    args_size = static_cast<size_t>(self->arg_end - self->arg_start);
+  }
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int e = errno;
@@ -94,8 +116,20 @@ Status Guardian::Start(const std::string& cgroup_dir) {
     ::close(fds[1]);
     return ErrnoError(e, "fork for the worker guardian");
   }
-  if (pid == 0) GuardianMain(fds[0], cgroup_kill.c_str(), cgroup_dir.c_str());
+  if (pid == 0) GuardianMain(fds[0], cgroup_kill.c_str(), cgroup_dir.c_str(), args, args_size);
   ::close(fds[0]);
+  char ready = 0;
+  ssize_t n;
+  do {
+    n = ::read(fds[1], &ready, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) {
+    const int e = n < 0 ? errno : EPIPE;
+    ::close(fds[1]);
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return ErrnoError(e, "starting the worker guardian");
+  }
   pid_ = pid;
   write_fd_ = fds[1];
   watched_ = 0;

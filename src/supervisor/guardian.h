@@ -14,6 +14,10 @@
 // to titan run, which stops the workers itself and then calls Release()); it closes
 // every descriptor it inherited (so it never holds a caller's stdout pipe open), and uses only
 // async-signal-safe calls (it is forked from a multi-threaded process).
+// The guardian is named "titan-guardian" (PR_SET_NAME: /proc/PID/comm) and overwrites the
+// argument strings it inherited from titan run (the range that fields 48-49 of /proc/self/stat
+// give) with that name, NUL-padded and cut to their length, so that /proc/PID/cmdline never
+// reads "titan run" and `pkill -f "titan run"` never hits it. Start() returns once it has.
 // Limits: without a job cgroup, a grandchild that left the worker's process group (setsid) is
 // not found; it watches at most kMaxGroups groups at once (more are ignored, and Watch returns
 // false).

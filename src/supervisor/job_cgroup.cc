@@ -97,10 +97,7 @@ Result<JobCgroup> JobCgroup::Create(std::string_view name_prefix) {
       (errno != EEXIST || ::rmdir(dir.c_str()) != 0 || ::mkdir(dir.c_str(), 0755) != 0)) {
     return ErrnoError(errno, fmt::format("mkdir {} (needs root or a delegated cgroup)", dir));
   }
-  JobCgroup cgroup;
-  cgroup.dir_ = dir;
-  cgroup.procs_path_ = dir + "/cgroup.procs";
-  cgroup.kill_path_ = dir + "/cgroup.kill";
+  JobCgroup cgroup = Adopt(dir);
   if (::access(cgroup.kill_path_.c_str(), W_OK) != 0) {
     const int err = errno;
     cgroup.Remove();
@@ -108,6 +105,14 @@ Result<JobCgroup> JobCgroup::Create(std::string_view name_prefix) {
     return ErrnoError(
         err, fmt::format("{} (cgroup.kill needs Linux 5.14 or later)", dir + "/cgroup.kill"));
   }
+  return cgroup;
+}
+
+JobCgroup JobCgroup::Adopt(const std::string& dir) {
+  JobCgroup cgroup;
+  cgroup.dir_ = dir;
+  cgroup.procs_path_ = dir + "/cgroup.procs";
+  cgroup.kill_path_ = dir + "/cgroup.kill";
   return cgroup;
 }
 

@@ -34,6 +34,10 @@ class JobCgroup {
   static Result<std::string> DirectoryFor(const std::string& mountinfo,
                                           const std::string& self_cgroup, const std::string& name);
 
+  // Takes charge of an existing job cgroup directory (a leftover of a dead titan run, see
+  // leftovers.h): Kill(), Remove() and destruction act on it. Does not check `dir`.
+  static JobCgroup Adopt(const std::string& dir);
+
   JobCgroup() = default;
   JobCgroup(JobCgroup&& other) noexcept { *this = std::move(other); }
   JobCgroup& operator=(JobCgroup&& other) noexcept;

@@ -30,6 +30,7 @@
 #include "src/cluster/slurm.h"
 #include "src/s3/config.h"
 #include "src/supervisor/ledger.h"
+#include "src/supervisor/leftovers.h"
 #include "src/supervisor/metrics_endpoint.h"
 #include "src/supervisor/native_stack.h"
 #include "src/supervisor/rendezvous.h"
@@ -299,6 +300,7 @@ class Supervisor {
     if (o_.event_log.empty()) o_.event_log = o_.run_dir + "/events.jsonl";
     if (o_.ledger_json.empty()) o_.ledger_json = o_.run_dir + "/ledger.json";
     TITAN_RETURN_IF_ERROR(log_.Open(o_.event_log, o_.node_id, start_ns_));
+    TITAN_RETURN_IF_ERROR(CleanUpAfterDeadRun());
 
     // Every signal goes to the loop through a signalfd; threads started below inherit the mask.
     sigset_t mask;
@@ -347,6 +349,29 @@ class Supervisor {
       TITAN_ASSIGN_OR_RETURN(metrics_endpoint_, MetricsEndpoint::Start(o_.metrics_port));
     }
     BuildBaseEnv();
+    return OkStatus();
+  }
+
+  // What a titan run killed together with its guardian left in this run dir (leftovers.h) is
+  // killed now and reported; then our own record is kept there.
+  Status CleanUpAfterDeadRun() {
+    const std::string path = o_.run_dir + "/" + kLeftoversFile;
+    auto cleanup = CleanUpLeftovers(path);
+    if (cleanup.status().code() == StatusCode::kFailedPrecondition) return cleanup.status();
+    if (!cleanup.ok()) {
+      Log(LogLevel::kWarning, "run", "{} (ignored)", cleanup.status().ToString());
+    } else if (cleanup->found) {
+      const LeftoversCleanup& c = *cleanup;
+      log_.Write("cleanup", {{"previous_pid", c.previous_pid},
+                             {"killed_groups", c.killed_groups},
+                             {"killed_processes", c.killed_processes},
+                             {"cgroup", c.cgroup_dir},
+                             {"cgroup_processes", c.cgroup_processes},
+                             {"cgroup_removed", c.cgroup_removed},
+                             {"message", c.Describe()}});
+      Log(LogLevel::kWarning, "run", "{}", c.Describe());
+    }
+    workers_.SetLeftoversRecord(path);
     return OkStatus();
   }
 

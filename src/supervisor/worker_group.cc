@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/atomic_file.h"
 #include "src/base/clock.h"
 #include "src/base/log.h"
 
@@ -32,7 +33,7 @@ bool WaitStatusSuccess(int wait_status) {
 
 WorkerGroup::~WorkerGroup() {
   PruneEmptyGroups();
-  for (pid_t group : groups_) ::kill(-group, SIGKILL);  // also leftovers of exited workers
+  for (const RecordedGroup& group : groups_) ::kill(-group.pgid, SIGKILL);  // exited ones too
   for (Worker& w : workers_) {
     if (w.running) {
       ::kill(w.pid, SIGKILL);
@@ -43,14 +44,37 @@ WorkerGroup::~WorkerGroup() {
     }
   }
   guardian_.Release();
+  if (leftovers_saved_) {
+    cgroup_ = JobCgroup();  // kills and removes it before the record goes
+    ::unlink(leftovers_path_.c_str());
+  }
 }
 
 void WorkerGroup::PruneEmptyGroups() {
-  std::erase_if(groups_, [this](pid_t group) {
-    if (::kill(-group, 0) == 0 || errno != ESRCH) return false;
-    guardian_.Forget(group);
+  const size_t erased = std::erase_if(groups_, [this](const RecordedGroup& group) {
+    if (::kill(-group.pgid, 0) == 0 || errno != ESRCH) return false;
+    guardian_.Forget(group.pgid);
     return true;
   });
+  if (erased > 0) SaveLeftovers();
+}
+
+void WorkerGroup::SaveLeftovers() {
+  if (leftovers_path_.empty()) return;
+  Status saved = [&]() -> Status {
+    TITAN_ASSIGN_OR_RETURN(LeftoversRecord record, OwnLeftoversRecord());
+    record.groups = groups_;
+    if (cgroup_.valid()) record.cgroup_dir = cgroup_.dir();
+    return WriteFileAtomically(leftovers_path_, FormatLeftovers(record));
+  }();
+  if (saved.ok()) {
+    leftovers_saved_ = true;
+  } else if (!leftovers_warned_) {
+    leftovers_warned_ = true;
+    Log(LogLevel::kWarning, options_.log_component,
+        "{}: if titan run and its guardian are both killed, the next titan run cannot clean up",
+        saved.ToString());
+  }
 }
 
 Status WorkerGroup::SetUpCgroup() {
@@ -84,6 +108,7 @@ Status WorkerGroup::Spawn(const WorkerSpec& spec) {
           "{}: grandchildren of workers may outlive a SIGKILLed titan", started.ToString());
     }
   }
+  if (!leftovers_saved_) SaveLeftovers();  // the cgroup, before anything runs in it
   // Everything the child needs is prepared before fork: after fork only async-signal-safe calls.
   std::vector<char*> argv;
   for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -150,7 +175,10 @@ Status WorkerGroup::Spawn(const WorkerSpec& spec) {
                                   spec.argv[0]));
   }
   guardian_.Watch(pid);
-  groups_.push_back(pid);
+  // The child is not reaped yet, so its stat is there; a start of 0 matches any member.
+  auto leader = ReadProcStat(pid);
+  groups_.push_back({pid, leader.ok() ? leader->start : 0});
+  SaveLeftovers();
   Worker w;
   w.local_rank = spec.local_rank;
   w.rank = spec.rank;
@@ -246,10 +274,10 @@ int WorkerGroup::Stop(int64_t grace_ns) {
 
 void WorkerGroup::KillLeftovers() {
   PruneEmptyGroups();
-  for (pid_t group : groups_) {
+  for (const RecordedGroup& group : groups_) {
     bool running = false;
-    for (const Worker& w : workers_) running |= w.running && w.pid == group;
-    if (!running) ::kill(-group, SIGKILL);
+    for (const Worker& w : workers_) running |= w.running && w.pid == group.pgid;
+    if (!running) ::kill(-group.pgid, SIGKILL);
   }
   if (running_count() == 0) {
     if (Status s = cgroup_.Kill(); !s.ok()) {

@@ -12,7 +12,10 @@
 // every group it started, including children of workers that exited. Where a cgroup v2 directory
 // can be made (job_cgroup.h: root or delegation), every worker also runs in the job's cgroup,
 // and Stop(), destruction and the guardian kill the whole cgroup: that reaches processes that
-// left their process group (setsid) too.
+// left their process group (setsid) too. With SetLeftoversRecord(), the group also keeps a record
+// of its process groups and cgroup in a file (leftovers.h), so that the next titan run cleans
+// up after a titan run killed together with its guardian; destruction removes the record once
+// everything it names is killed.
 //
 // The caller must block SIGCHLD (and read it via signalfd or poll) or poll, and call Reap() to
 // collect exits. By default Reap() waits for any child (waitpid(-1)): the process should have no
@@ -32,6 +35,7 @@
 #include "src/base/status.h"
 #include "src/supervisor/guardian.h"
 #include "src/supervisor/job_cgroup.h"
+#include "src/supervisor/leftovers.h"
 
 namespace titan::supervisor {
 
@@ -83,6 +87,10 @@ class WorkerGroup {
   // !cgroup().valid()) or without memory.max; the caller decides how to report it. Has effect
   // only once, before the first Spawn; OK after.
   Status SetUpCgroup();
+  // From now on keeps the record of what to clean up in `path` (replaced atomically on every
+  // change: each Spawn, each group found empty); call before the first Spawn. A failure to
+  // write it is logged once.
+  void SetLeftoversRecord(std::string path) { leftovers_path_ = std::move(path); }
   // Starts one worker; on exec failure returns an error naming the command and errno and no
   // process is left behind.
   Status Spawn(const WorkerSpec& spec);
@@ -112,13 +120,17 @@ class WorkerGroup {
  private:
   // Forgets (here and in the guardian) the groups with no process left in them.
   void PruneEmptyGroups();
+  void SaveLeftovers();
 
   WorkerGroupOptions options_;
   std::vector<Worker> workers_;
   JobCgroup cgroup_;  // invalid where cgroups are not available to us
   bool cgroup_tried_ = false;
   Guardian guardian_;
-  std::vector<pid_t> groups_;  // process groups started here that may still have members
+  std::vector<RecordedGroup> groups_;  // process groups started here that may have members
+  std::string leftovers_path_;         // empty: no record
+  bool leftovers_saved_ = false;       // written at least once
+  bool leftovers_warned_ = false;
 };
 
 }  // namespace titan::supervisor

@@ -152,6 +152,28 @@ TEST_F(WorkerGroupTest, LeftoversOfAnExitedWorkerAreKilledAtTheEnd) {
   EXPECT_TRUE(GroupEmptiesWithin5s(pgid));
 }
 
+TEST_F(WorkerGroupTest, KeepsARecordOfItsGroupsUntilItIsDestroyed) {
+  char dir[] = "/tmp/worker_group_test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/" + kLeftoversFile;
+  {
+    WorkerGroup g;
+    g.SetLeftoversRecord(path);
+    ASSERT_TRUE(g.Spawn({0, 0, {"sleep", "300"}, Environ(), ""}).ok());
+    auto text = Env::ReadFile(path);
+    ASSERT_TRUE(text.ok()) << text.status().ToString();
+    auto record = ParseLeftovers(*text);
+    ASSERT_TRUE(record.ok()) << record.status().ToString();
+    EXPECT_EQ(record->pid, getpid());
+    ASSERT_EQ(record->groups.size(), 1u);
+    EXPECT_EQ(record->groups[0].pgid, g.workers()[0].pid);
+    EXPECT_EQ(record->groups[0].leader_start, ReadProcStat(g.workers()[0].pid)->start);
+    EXPECT_EQ(record->cgroup_dir, g.cgroup().valid() ? g.cgroup().dir() : "");
+  }
+  EXPECT_NE(access(path.c_str(), F_OK), 0) << "the record outlived its group";
+  rmdir(dir);
+}
+
 bool Alive(pid_t pid) {
   auto stat = Env::ReadFile("/proc/" + std::to_string(pid) + "/stat");
   if (!stat.ok()) return false;
@@ -212,6 +234,20 @@ TEST(GuardianTest, ReleaseKillsNothing) {
   EXPECT_EQ(kill(child, 0), 0) << "a released guardian killed a watched group";
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
+}
+
+TEST(GuardianTest, IsNamedTitanGuardianAndHidesItsParentsCommandLine) {
+  Guardian guardian;
+  ASSERT_TRUE(guardian.Start().ok());
+  const std::string proc = "/proc/" + std::to_string(guardian.pid());
+  auto comm = Env::ReadFile(proc + "/comm");
+  auto cmdline = Env::ReadFile(proc + "/cmdline");
+  auto own = Env::ReadFile("/proc/self/cmdline");
+  guardian.Release();
+  ASSERT_TRUE(comm.ok() && cmdline.ok() && own.ok());
+  EXPECT_EQ(*comm, "titan-guardian\n");
+  EXPECT_EQ(cmdline->substr(0, cmdline->find('\0')), "titan-guardian");
+  EXPECT_EQ(cmdline->find(own->substr(0, own->find('\0'))), std::string::npos) << *cmdline;
 }
 
 }  // namespace
