@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <regex>
 #include <thread>
 
@@ -38,6 +39,8 @@ const SignalDesc kStep{"titan_step_duration_seconds",
 const SignalDesc kDisk{
     "titan_disk_write_bytes_per_second", "Disk writes.", SignalKind::kGauge, {"device"}, {}};
 const SignalDesc kGpu{"titan_gpu_utilization_ratio", "GPU.", SignalKind::kGauge, {"gpu"}, {}, true};
+const SignalDesc kStragglerScore{
+    "titan_straggler_score", "Lateness.", SignalKind::kGauge, {"rank"}, {}};
 const SignalDesc kCounter{"titan_x_total", "A counter.", SignalKind::kCounter, {}, {}};
 
 AppEvent MakeApp(wire::EventKind kind, int32_t rank, int64_t step, int64_t time_ns) {
@@ -165,6 +168,142 @@ TEST(CorrelatorTest, AFastStepIsUnderItsBaselineAndMarksWithoutAStepShowNone) {
                                         "(3.7 sigma, zscore)"));
   EXPECT_THAT(event.summary, HasSubstr("(rank 2) 5 ms before"));
   EXPECT_THAT(event.summary, ::testing::Not(HasSubstr("step -1")));
+}
+
+// Steps 0..n-1 of `rank` from kT0, each in the log (begin, end) and in `series`; the steps in
+// `slow` take 1 s, the others 100 ms, 10 ms apart. Returns each step's (begin, end).
+std::vector<std::pair<int64_t, int64_t>> RunSteps(EventLog& log, Series* series, int32_t rank,
+                                                  int n, std::initializer_list<int> slow) {
+  std::vector<std::pair<int64_t, int64_t>> steps;
+  int64_t t = kT0;
+  for (int i = 0; i < n; ++i) {
+    const bool is_slow = std::find(slow.begin(), slow.end(), i) != slow.end();
+    const int64_t end = t + (is_slow ? kNsPerSecond : 100 * kNsPerMs);
+    log.AddAppEvent(MakeApp(wire::EventKind::kStepBegin, rank, i, t));
+    log.AddAppEvent(MakeApp(wire::EventKind::kStepEnd, rank, i, end));
+    series->RecordGauge(end, NsToSeconds(end - t));
+    steps.emplace_back(t, end);
+    t = end + 10 * kNsPerMs;
+  }
+  return steps;
+}
+
+Detection SlowSteps(const std::vector<std::pair<int64_t, int64_t>>& steps, int first, int last,
+                    double score) {
+  return Detection{
+      "zscore",         "spike", steps[first].second, steps[last].second, 1.0, 0.1, score,
+      last - first + 1, 0};
+}
+
+// 4 ranks stepping together through a TransientPipeline (grouping window 1 s, held until
+// Drain); the ranks in `slow_ranks` take 1 s for steps 40-41 (`two_steps`) or step 40 and their
+// zscore detection (score 9 + rank) is submitted; rank `straggler` scores 5 as a straggler at
+// step 40. Returns the events.
+std::vector<TransientEvent> FourRanks(std::initializer_list<int32_t> slow_ranks, bool two_steps,
+                                      int32_t straggler = -1) {
+  MetricRegistry registry;
+  EventLog log(10, 10'000);
+  TransientPipeline pipeline(registry, log, 20, GroupingOptions{kNsPerSecond, 3600 * kNsPerSecond});
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    const bool slow = std::find(slow_ranks.begin(), slow_ranks.end(), rank) != slow_ranks.end();
+    Series* step = registry.GetOrCreate(kStep, {std::to_string(rank)}, 100 * kNsPerMs);
+    const auto steps = RunSteps(log, step, rank, 45,
+                                !slow       ? std::initializer_list<int>{}
+                                : two_steps ? std::initializer_list<int>{40, 41}
+                                            : std::initializer_list<int>{40});
+    if (rank == straggler) {
+      registry.GetOrCreate(kStragglerScore, {std::to_string(rank)}, 100 * kNsPerMs)
+          ->RecordGauge(steps[40].second, 5.0);
+    }
+    if (slow) pipeline.Submit(*step, SlowSteps(steps, 40, two_steps ? 41 : 40, 9 + rank));
+  }
+  pipeline.Drain();
+  return log.TransientsAfter(0, 10);
+}
+
+// One slowdown of every rank at the same steps is one event that says so and names the ranks;
+// each rank's own detection stays inside it.
+TEST(TransientPipelineTest, AllRanksSlowAtTheSameStepsAreOneCommonCauseEvent) {
+  const auto events = FourRanks({0, 1, 2, 3}, /*two_steps=*/true);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_THAT(events[0].summary,
+              StartsWith("all 4 ranks slow at steps 40-41: a common cause, not a straggler; "
+                         "slowest: steps 40-41 on rank 3: step 4"));
+  const auto json = nlohmann::json::parse(TransientToJson(events[0]));
+  EXPECT_EQ(json["ranks"], nlohmann::json::parse("[0, 1, 2, 3]"));
+  ASSERT_EQ(json["members"].size(), 4u);
+  EXPECT_EQ(json["members"][2]["signal"], "titan_step_duration_seconds{rank=\"2\"}");
+  EXPECT_EQ(json["members"][2]["score"], 11);
+  EXPECT_EQ(json["signal"], "titan_step_duration_seconds{rank=\"3\"}");
+}
+
+// All ranks slow while one of them is late against its peers: that rank held the others.
+TEST(TransientPipelineTest, AllRanksSlowBehindOneLateRankNameThatRank) {
+  const auto events = FourRanks({0, 1, 2, 3}, /*two_steps=*/true, /*straggler=*/1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_THAT(events[0].summary,
+              StartsWith("all 4 ranks slow at steps 40-41: rank 1 late against its peers "
+                         "(straggler score 5.0): a straggler holding the others; slowest: "));
+}
+
+// One rank slow among four is that rank's own event: a straggler.
+TEST(TransientPipelineTest, OneRankSlowIsAStragglerEventOfThatRank) {
+  const auto events = FourRanks({3}, /*two_steps=*/false);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_THAT(events[0].summary,
+              StartsWith("step 40 on rank 3 took 1 s, +900 ms over its baseline (12.0 sigma, "
+                         "zscore); rank 3 alone of 4 ranks: a straggler"));
+  EXPECT_EQ(nlohmann::json::parse(TransientToJson(events[0]))["ranks"],
+            nlohmann::json::parse("[3]"));
+}
+
+// A mark that every step has is the rhythm of training, not a cause.
+TEST(CorrelatorTest, AMarkOfEveryStepIsNotAnExplanation) {
+  MetricRegistry registry;
+  EventLog log(10, 10'000);
+  Series* step = registry.GetOrCreate(kStep, {"1"}, 100 * kNsPerMs);
+  const auto steps = RunSteps(log, step, 1, 41, {40});
+  for (const auto& [begin, end] : steps) {
+    AppEvent compute = MakeApp(wire::EventKind::kMark, 1, -1, begin + 5 * kNsPerMs);
+    std::strcpy(compute.name, "compute");
+    log.AddAppEvent(compute);
+  }
+  log.AddAppEvent(
+      MakeApp(wire::EventKind::kCheckpointBegin, 1, 39, steps[40].first + 50 * kNsPerMs));
+  TransientEvent event;
+  event.detection = SlowSteps(steps, 40, 40, 9);
+  Correlator(registry, log).Explain(*step, &event);
+  EXPECT_THAT(event.summary, ::testing::Not(HasSubstr("compute")));
+  EXPECT_THAT(event.related,
+              ::testing::ElementsAre(HasSubstr("checkpoint_begin (rank 1, step 39)")));
+}
+
+// What moved is named by how well it lines up with the slow step, at most 3 of them: within the
+// step first (application events before signals), then the nearest before it.
+TEST(CorrelatorTest, ExplanationsAreOrderedByAlignmentAndCapped) {
+  MetricRegistry registry;
+  EventLog log(10, 10'000);
+  Series* step = registry.GetOrCreate(kStep, {"0"}, 100 * kNsPerMs);
+  Series* disk = registry.GetOrCreate(kDisk, {"nvme0"}, 100 * kNsPerMs);
+  const auto steps = RunSteps(log, step, 0, 41, {40});
+  const int64_t begin = steps[40].first;
+  for (int64_t t = kT0; t < steps[40].second; t += 100 * kNsPerMs) {
+    disk->RecordGauge(t, t > begin + 300 * kNsPerMs && t < begin + 600 * kNsPerMs ? 2e9 : 1e6);
+  }
+  for (const auto& [name, offset_ms] :
+       std::vector<std::pair<const char*, int64_t>>{{"a", -900}, {"c", -100}, {"b", -500}}) {
+    AppEvent mark = MakeApp(wire::EventKind::kMark, 0, -1, begin + offset_ms * kNsPerMs);
+    std::strcpy(mark.name, name);
+    log.AddAppEvent(mark);
+  }
+  log.AddAppEvent(MakeApp(wire::EventKind::kCheckpointBegin, 0, 39, begin + 200 * kNsPerMs));
+  TransientEvent event;
+  event.detection = SlowSteps(steps, 40, 40, 9);
+  Correlator(registry, log).Explain(*step, &event);
+  EXPECT_THAT(event.related,
+              ::testing::ElementsAre(StartsWith("checkpoint_begin (rank 0, step 39)"),
+                                     StartsWith("titan_disk_write_bytes_per_second"),
+                                     StartsWith("mark 'c' (rank 0) ")));
 }
 
 TEST(FormatTest, UsesTheUnitInTheName) {

@@ -1,5 +1,8 @@
 #include "src/agent/detection.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "src/base/clock.h"
 #include "src/base/log.h"
 
@@ -108,11 +111,13 @@ std::vector<DetectorSpec> DetectorRules::SpecsFor(const SignalDesc& desc) const 
   return {};
 }
 
-TransientPipeline::TransientPipeline(MetricRegistry& registry, EventLog& log, double max_per_second)
+TransientPipeline::TransientPipeline(MetricRegistry& registry, EventLog& log, double max_per_second,
+                                     GroupingOptions grouping)
     : registry_(registry),
       log_(log),
       correlator_(registry, log),
       max_per_second_(max_per_second),
+      grouping_(grouping),
       dropped_(registry.GetOrCreate(kTransientsDropped, {}, 0)),
       worker_([this] { Run(); }) {}
 
@@ -152,48 +157,121 @@ void TransientPipeline::Submit(Series& series, const Detection& detection) {
 
 void TransientPipeline::Drain() {
   std::unique_lock<std::mutex> lock(mutex_);
-  idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
+  flush_ = true;
+  wake_.notify_one();
+  idle_.wait(lock, [this] { return queue_.empty() && !busy_ && open_groups_ == 0; });
+}
+
+void TransientPipeline::AddToGroup(const Pending& pending, int64_t now_mono, double* tokens) {
+  const Detection& d = pending.detection;
+  const std::string_view family = pending.series->desc().name;
+  if (Series* counter = registry_.GetOrCreate(kTransientsTotal,
+                                              {std::string(family), d.detector, d.direction}, 0)) {
+    counter->AddCounter(WallNowNs(), 1);
+  }
+  for (Group& group : groups_) {
+    if (group.family != family || group.direction != d.direction ||
+        d.start_ns > group.to_ns + grouping_.window_ns ||
+        d.end_ns + grouping_.window_ns < group.from_ns) {
+      continue;
+    }
+    // The same series again: one member if the two overlap (zscore and periodic on one step),
+    // else a transient of its own (another group).
+    auto same = std::find_if(group.members.begin(), group.members.end(),
+                             [&](const Pending& m) { return m.series == pending.series; });
+    if (same != group.members.end() &&
+        (d.start_ns > same->detection.end_ns || d.end_ns < same->detection.start_ns)) {
+      continue;
+    }
+    group.from_ns = std::min(group.from_ns, d.start_ns);
+    group.to_ns = std::max(group.to_ns, d.end_ns);
+    if (same == group.members.end()) {
+      group.members.push_back(pending);
+      return;
+    }
+    // Judged by the more extreme of the two, spanning both.
+    Detection merged = d.score > same->detection.score ? d : same->detection;
+    merged.start_ns = std::min(d.start_ns, same->detection.start_ns);
+    merged.end_ns = std::max(d.end_ns, same->detection.end_ns);
+    merged.samples = std::max(d.samples, same->detection.samples);
+    merged.period = std::max(d.period, same->detection.period);
+    same->detection = merged;
+    return;
+  }
+  if (*tokens < 1) {
+    if (dropped_) dropped_->AddCounter(WallNowNs(), 1);
+    return;
+  }
+  *tokens -= 1;
+  groups_.push_back(
+      {family, d.direction, d.start_ns, d.end_ns, now_mono + grouping_.hold_ns, {pending}});
+}
+
+void TransientPipeline::Emit(Group& group) {
+  std::vector<Pending>& members = group.members;
+  std::vector<int32_t> ranks;
+  for (const Pending& m : members) ranks.push_back(RankOf(*m.series));
+  std::vector<size_t> order(members.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::make_pair(ranks[a], members[a].series->Key()) <
+           std::make_pair(ranks[b], members[b].series->Key());
+  });
+  TransientEvent event;
+  std::vector<const Series*> sources;
+  const Pending* worst = &members.front();
+  for (size_t i : order) {
+    sources.push_back(members[i].series);
+    event.members.push_back({members[i].series->Key(), ranks[i], members[i].detection});
+    if (members[i].detection.score > worst->detection.score) worst = &members[i];
+  }
+  event.signal = worst->series->Key();
+  event.detection = worst->detection;
+  event.detection.start_ns = group.from_ns;
+  event.detection.end_ns = group.to_ns;
+  correlator_.Explain(sources, &event);
+  Log(LogLevel::kInfo, "transient", "{}", event.summary);
+  event.id = log_.AddTransient(event);
+  if (listener_) listener_(event);
 }
 
 void TransientPipeline::Run() {
-  // Token bucket: max_per_second_ tokens a second, burst of the same size.
+  // Token bucket: max_per_second_ tokens a second, burst of the same size; a new group takes one.
   double tokens = max_per_second_;
   int64_t refilled_ns = MonoNowNs();
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    auto woken = [this] { return stop_ || flush_ || !queue_.empty(); };
+    if (groups_.empty()) {
+      wake_.wait(lock, woken);
+    } else {
+      int64_t due = INT64_MAX;
+      for (const Group& group : groups_) due = std::min(due, group.due_mono_ns);
+      wake_.wait_for(lock, std::chrono::nanoseconds(std::max<int64_t>(0, due - MonoNowNs())),
+                     woken);
+    }
     if (stop_) return;
-    Pending pending = queue_.front();
-    queue_.pop_front();
+    std::deque<Pending> batch;
+    batch.swap(queue_);
+    const bool flush = flush_;
     busy_ = true;
     lock.unlock();
 
     const int64_t now = MonoNowNs();
     tokens = std::min(max_per_second_, tokens + NsToSeconds(now - refilled_ns) * max_per_second_);
     refilled_ns = now;
-    if (tokens >= 1) {
-      tokens -= 1;
-      TransientEvent event;
-      event.signal = pending.series->Key();
-      event.detection = pending.detection;
-      correlator_.Explain(*pending.series, &event);
-      if (Series* counter =
-              registry_.GetOrCreate(kTransientsTotal,
-                                    {pending.series->desc().name, pending.detection.detector,
-                                     pending.detection.direction},
-                                    0)) {
-        counter->AddCounter(WallNowNs(), 1);
-      }
-      Log(LogLevel::kInfo, "transient", "{}", event.summary);
-      event.id = log_.AddTransient(event);
-      if (listener_) listener_(event);
-    } else if (dropped_) {
-      dropped_->AddCounter(WallNowNs(), 1);
-    }
+    for (const Pending& pending : batch) AddToGroup(pending, now, &tokens);
+    std::erase_if(groups_, [&](Group& group) {
+      if (!flush && group.due_mono_ns > now) return false;
+      Emit(group);
+      return true;
+    });
 
     lock.lock();
     busy_ = false;
-    if (queue_.empty()) idle_.notify_all();
+    open_groups_ = groups_.size();
+    if (flush && queue_.empty()) flush_ = false;
+    if (queue_.empty() && open_groups_ == 0) idle_.notify_all();
   }
 }
 

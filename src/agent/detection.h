@@ -8,10 +8,17 @@
 // `--detect FAMILY=SPEC[;SPEC]` replaces the rule of a family, `FAMILY=off` disables it.
 //
 // TransientPipeline receives detections from the recording threads and hands them to one worker
-// thread, which explains them (Correlator), stores them (EventLog), counts them
-// (titan_transients_total) and calls the optional listener (recorder auto-dump). The queue is
-// bounded and at most max_per_second transients are processed: a flapping signal cannot flood
-// the agent; the excess is counted in titan_transients_dropped_total.
+// thread, which groups them, explains each group (Correlator), stores it as one event (EventLog),
+// counts the detections (titan_transients_total) and calls the optional listener (recorder
+// auto-dump). Grouping: detections of one signal family and direction whose [start, end] come
+// within GroupingOptions::window_ns of each other are one event with a member per series (one
+// slowdown of all 4 ranks is one event naming the 4 ranks, not four); a series detected twice
+// over overlapping samples (zscore and periodic on the same step) is one member, over others
+// two events. A group is explained hold_ns
+// after its first detection arrived, so the other ranks' detections of the same steps (reported
+// at the same step end) join it. The queue is bounded and at most max_per_second groups are
+// opened: a flapping signal cannot flood the agent; the excess is counted in
+// titan_transients_dropped_total.
 //
 // Thread safety: DetectorRules is immutable after parsing. TransientPipeline::Submit is
 // thread-safe; the listener runs on the worker thread.
@@ -54,11 +61,19 @@ class DetectorRules {
 // Glob match with '*' only.
 bool GlobMatch(std::string_view pattern, std::string_view text);
 
+struct GroupingOptions {
+  // Detections this close in time are one event: ranks in step together end a slow step within
+  // milliseconds of each other; GPUs sampled every 100 ms dip within a sample or two.
+  int64_t window_ns = 250'000'000;
+  int64_t hold_ns = 2'000'000'000;  // how long a group waits for more members (monotonic)
+};
+
 class TransientPipeline {
  public:
   using Listener = std::function<void(const TransientEvent&)>;
 
-  TransientPipeline(MetricRegistry& registry, EventLog& log, double max_per_second = 20);
+  TransientPipeline(MetricRegistry& registry, EventLog& log, double max_per_second = 20,
+                    GroupingOptions grouping = {});
   ~TransientPipeline();  // stops and joins the worker
 
   // Installs the observer factory on the registry (before collectors start).
@@ -66,27 +81,44 @@ class TransientPipeline {
   void SetListener(Listener listener) { listener_ = std::move(listener); }
   // Queues a detection of `series` (any thread).
   void Submit(Series& series, const Detection& detection);
-  // Waits until the queue is empty (tests).
+  // Waits until every detection submitted so far is in an event, explaining open groups
+  // without waiting for their hold (tests).
   void Drain();
 
  private:
-  void Run();
   struct Pending {
     Series* series;
     Detection detection;
   };
+  struct Group {
+    std::string_view family;  // the SignalDesc's name (outlives the registry's series)
+    std::string_view direction;
+    int64_t from_ns, to_ns;  // the members' detections span this
+    int64_t due_mono_ns;     // explained then
+    std::vector<Pending> members;
+  };
+  void Run();
+  // Puts a detection in its group (or a new one: a token is taken from *tokens; none left: it is
+  // dropped). Worker thread.
+  void AddToGroup(const Pending& pending, int64_t now_mono, double* tokens);
+  // Explains, stores and announces a group. Worker thread.
+  void Emit(Group& group);
   MetricRegistry& registry_;
   EventLog& log_;
   Correlator correlator_;
   const double max_per_second_;
+  const GroupingOptions grouping_;
   Listener listener_;
   Series* dropped_ = nullptr;
+  std::vector<Group> groups_;  // open, worker thread only
 
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable idle_;
   std::deque<Pending> queue_;
   bool busy_ = false;
+  bool flush_ = false;      // Drain: explain open groups now
+  size_t open_groups_ = 0;  // groups_.size() as of the worker's last round
   bool stop_ = false;
   std::thread worker_;
 };

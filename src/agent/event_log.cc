@@ -94,6 +94,23 @@ std::string TransientToJson(const TransientEvent& event) {
       {"summary", event.summary},
   };
   if (d.period > 0) j["period_samples"] = d.period;
+  nlohmann::json ranks = nlohmann::json::array(), members = nlohmann::json::array();
+  for (const TransientMember& m : event.members) {
+    nlohmann::json member = {{"signal", m.signal},
+                             {"detector", m.detection.detector},
+                             {"start_ns", m.detection.start_ns},
+                             {"end_ns", m.detection.end_ns},
+                             {"peak", m.detection.peak},
+                             {"baseline", m.detection.baseline},
+                             {"score", m.detection.score}};
+    if (m.rank >= 0) {
+      member["rank"] = m.rank;
+      ranks.push_back(m.rank);
+    }
+    members.push_back(std::move(member));
+  }
+  if (!ranks.empty()) j["ranks"] = std::move(ranks);
+  j["members"] = std::move(members);
   return j.dump();
 }
 

@@ -18,10 +18,21 @@
 
 namespace titan {
 
+// One series' part in a transient: transients of one signal family and direction on several
+// series (ranks, GPUs) that overlap in time are one event with one member per series.
+struct TransientMember {
+  std::string signal;  // series key, e.g. titan_step_duration_seconds{rank="3"}
+  int32_t rank = -1;   // the series' rank label, -1 without one
+  Detection detection;
+};
+
 struct TransientEvent {
   uint64_t id = 0;     // 1, 2, ... in order of detection
-  std::string signal;  // series key, e.g. titan_step_duration_seconds{rank="3"}
+  std::string signal;  // series key of the most extreme member
+  // The most extreme member's detection, its start and end widened to span every member's.
   Detection detection;
+  // Every series in the event, by rank (then key); a single-series event has one member.
+  std::vector<TransientMember> members;
   std::vector<std::string>
       related;          // "disk nvme0 write rose to 2.1e9 B/s (baseline 1e6, 40 sigma)"
   std::string summary;  // one line a person reads first
@@ -69,7 +80,9 @@ class EventLog {
   uint64_t app_total_ = 0;
 };
 
-// {"id":..,"signal":..,"detector":..,"direction":..,"start_ns":..,...} (one object).
+// {"id":..,"signal":..,"detector":..,"direction":..,"start_ns":..,...,"ranks":[..],
+// "members":[{"signal":..,"rank":..,"detector":..,"start_ns":..,"end_ns":..,"peak":..,
+// "baseline":..,"score":..},...]} (one object; "ranks" only when some member has a rank).
 std::string TransientToJson(const TransientEvent& event);
 
 }  // namespace titan
