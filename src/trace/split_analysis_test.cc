@@ -41,17 +41,6 @@ std::vector<std::vector<std::string>> WriteNodes(const TempDir& dir) {
   return nodes;
 }
 
-std::string Text(const AnalysisResult& r, bool hta) {
-  char* buffer = nullptr;
-  size_t size = 0;
-  FILE* f = open_memstream(&buffer, &size);
-  PrintTextReport(r, hta, f);
-  std::fclose(f);
-  std::string text(buffer, size);
-  std::free(buffer);
-  return text;
-}
-
 std::string ReadAll(const fs::path& p) {
   std::ifstream f(p);
   std::stringstream ss;
@@ -68,7 +57,8 @@ std::string AllOutputs(AnalysisResult r, bool hta, const std::string& csv_dir) {
   for (const fs::directory_entry& e : fs::directory_iterator(csv_dir)) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   for (const fs::path& p : files) csv += "== " + p.filename().string() + "\n" + ReadAll(p);
-  return JsonReport(r, hta) + "\n" + Text(r, hta) + csv;
+  return JsonReport(r, hta) + "\n" + TextReport(r, {.hta_compat = hta}) +
+         TextReport(r, {.hta_compat = hta, .full = true}) + csv;
 }
 
 class SplitAnalysis : public ::testing::Test {

@@ -27,6 +27,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   result.cross = titan::trace::AnalyseAcrossRanks(result.ranks, 5);
   (void)titan::trace::JsonReport(result, node->options.hta_compat);
   static FILE* null = std::fopen("/dev/null", "w");
-  titan::trace::PrintTextReport(result, node->options.hta_compat, null);
+  for (bool full : {false, true}) {
+    titan::trace::PrintTextReport(result, {.hta_compat = node->options.hta_compat, .full = full},
+                                  null);
+  }
   return 0;
 }

@@ -94,7 +94,7 @@ int TraceCommand(int argc, char** argv) {
   app.require_subcommand(1);
 
   std::vector<std::string> paths;
-  bool hta_compat = false, json = false;
+  bool hta_compat = false, json = false, full = false;
   std::string csv_dir, report_path;
   int threads = std::max(1u, std::min(2u, std::thread::hardware_concurrency()));
   trace::AnalyzeOptions options;
@@ -106,6 +106,9 @@ int TraceCommand(int argc, char** argv) {
   analyze->add_flag("--hta-compat", hta_compat,
                     "also compute Holistic Trace Analysis' tables with HTA's definitions");
   analyze->add_flag("--json", json, "print one JSON object instead of the summary");
+  analyze->add_flag("--full", full,
+                    "print every row of every table (per rank, per step, each kept idle gap); "
+                    "by default the text summarises across ranks and shows the largest rows");
   analyze->add_option("--csv", csv_dir, "write the tables as CSV files into this directory");
   analyze->add_option("--report", report_path,
                       "one self-contained HTML page with the plots (titan report)");
@@ -207,7 +210,7 @@ int TraceCommand(int argc, char** argv) {
     if (json) {
       std::printf("%s\n", result_json.c_str());
     } else {
-      trace::PrintTextReport(result, hta_compat, stdout);
+      trace::PrintTextReport(result, {.hta_compat = hta_compat, .full = full}, stdout);
     }
     if (!report_path.empty() && !result.ranks.empty()) {
       Result<report::Written> w =

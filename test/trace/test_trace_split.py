@@ -6,8 +6,8 @@ the real A100 rank by bench/trace_make_set.py (rank 2 arrives 2 ms late at every
 3 "nodes" (ranks 0+1, 2, 3). A node is a directory of symlinks to the traces; the single run
 reads the same paths, node directory by node directory, as `titan trace analyze node0 node1 ...`.
 
-Compared byte for byte: stdout of the text report and of --json, every --csv file, the --report
-page, stderr and the exit status. Two things differ between any two runs, even of the same
+Compared byte for byte: stdout of the text report (default and --full) and of --json, every
+--csv file, the --report page, stderr and the exit status. Two things differ between any two runs, even of the same
 command, and are masked (each exactly once): the elapsed time ("seconds" in --json, "in X s" in
 the text header) and the report page's generation timestamp.
 """
@@ -113,14 +113,17 @@ def mask_timestamp(html):
 
 
 def outputs(inputs, out_dir, extra=()):
-    """Every output of `titan trace analyze INPUTS`: text, --json, CSV files, report page."""
+    """Every output of `titan trace analyze INPUTS`: text (summarised and --full), --json, CSV
+    files, report page."""
     out_dir.mkdir()
     text = run(["trace", "analyze", *inputs, *extra])
+    full = run(["trace", "analyze", *inputs, *extra, "--full"])
     js = run(["trace", "analyze", *inputs, *extra, "--json", "--csv", out_dir / "csv",
               "--report", out_dir / "report.html"])
     result = {
         "text": mask_seconds(text.stdout),
         "text stderr": text.stderr,
+        "text --full": mask_seconds(full.stdout),
         "json": mask_seconds(js.stdout),
         "report": mask_timestamp((out_dir / "report.html").read_text()),
         "exit": (text.returncode, js.returncode),
@@ -146,6 +149,9 @@ def test_split_equals_single_run(request, work, job, hta):
     summaries = summarize(nodes, work / f"summaries_{tag}", extra)
     split = outputs(summaries, work / f"split_{tag}", extra)
     assert_same(single, split)
+    # The default text summarises the idle gaps (5 of 10 or 20 kept); --full prints them all.
+    assert "more: see --full or --csv (idle_gaps.csv)" in single["text"]
+    assert "more: see --full" not in single["text --full"]
     doc = json.loads(split["json"].replace('"seconds": X', '"seconds": 0'))
     assert doc["ranks_analysed"] == (2 if job == "job_2rank" else 4)
     assert doc["cross_rank"]["matched"] > 0
