@@ -24,7 +24,7 @@ USAGE_ERRORS = [
      "--disable 'bogus': no collector named 'bogus'; known: cpu, memory"),
     (["agent", "--interval-of", "bogus=10ms", "--run-for", "1"],
      "--interval-of 'bogus=...': no collector named 'bogus'"),
-    (["agent", "--run-for", "-1"], "not in range 0.000000 to 1000000000.000000"),
+    (["agent", "--run-for", "-1"], "'-1': expected a duration from 0s to 1000000000s"),
 ]
 
 

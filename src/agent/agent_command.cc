@@ -15,6 +15,7 @@
 #include "src/base/clock.h"
 #include "src/base/command_line.h"
 #include "src/base/duration.h"
+#include "src/base/duration_option.h"
 #include "src/base/log.h"
 #include "src/client/wire.h"
 #include "src/collectors/collector_registry.h"
@@ -24,19 +25,6 @@ namespace {
 
 volatile sig_atomic_t g_stop = 0;
 void OnSignal(int) { g_stop = 1; }
-
-// Validates a duration flag into ns (CLI11 transform).
-std::string CheckDuration(const std::string& text) {
-  int64_t ns = 0;
-  if (!ParseDurationNs(text, &ns)) return "expected a duration such as 100ms, 10ms, 1s";
-  return "";
-}
-
-int64_t DurationNs(const std::string& text) {
-  int64_t ns = 0;
-  ParseDurationNs(text, &ns);
-  return ns;
-}
 
 }  // namespace
 
@@ -59,13 +47,13 @@ int AgentCommand(int argc, char** argv) {
     std::string first(env_socket);
     options.socket_path = first.substr(0, first.find(':'));
   }
-  std::string interval, recorder = "10m";
+  constexpr int64_t kS = 1'000'000'000;
+  int64_t interval_ns = 0;  // 0: each collector's own
   std::vector<std::string> interval_of;
   std::string log_level = "info";
   bool live = false;
-  double run_for_seconds = 0;
+  int64_t run_for_ns = 0;
   size_t recorder_mb = options.recorder_budget_bytes >> 20;
-  std::string dump_min_interval = "30s";
   uint64_t dump_max_mb = options.dump_max_bytes >> 20;
 
   app.add_option("--listen", options.listen_address, "Address to serve HTTP on")
@@ -82,10 +70,10 @@ int AgentCommand(int argc, char** argv) {
                  "(root; per network namespace; systemd hosts use 512). 0: leave it")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
-  app.add_option("--interval", interval,
-                 "Sampling interval of every collector (10ms..10s); default: each collector's "
-                 "own (100ms)")
-      ->check(CheckDuration);
+  AddDurationOption(app, "--interval", &interval_ns,
+                    "Sampling interval of every collector; default: each collector's own (100ms)",
+                    kS / 100, 10 * kS)
+      ->default_str("");
   app.add_option("--interval-of", interval_of,
                  "Per-collector interval, e.g. --interval-of nvml=20ms (repeatable)");
   app.add_option("--disable", options.disabled_collectors,
@@ -101,9 +89,8 @@ int AgentCommand(int argc, char** argv) {
                  "interval)")
       ->capture_default_str()
       ->check(CLI::Range(1, 120));
-  app.add_option("--recorder", recorder, "Flight-recorder length")
-      ->capture_default_str()
-      ->check(CheckDuration);
+  AddDurationOption(app, "--recorder", &options.recorder_duration_ns, "Flight-recorder length", kS,
+                    7 * 86400 * kS);
   app.add_option("--recorder-memory-mb", recorder_mb, "Flight-recorder memory budget")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
@@ -120,11 +107,10 @@ int AgentCommand(int argc, char** argv) {
   app.add_option("--dump-dir", options.dump_dir,
                  "Write a Perfetto dump of the recorder around each transient into this directory "
                  "(it must be writable; checked at start)");
-  app.add_option("--dump-min-interval", dump_min_interval,
-                 "At most one automatic dump per this long; closer transients are counted in "
-                 "titan_recorder_dumps_suppressed_total")
-      ->capture_default_str()
-      ->check(CheckDuration);
+  AddDurationOption(app, "--dump-min-interval", &options.dump_min_interval_ns,
+                    "At most one automatic dump per this long; closer transients are counted in "
+                    "titan_recorder_dumps_suppressed_total",
+                    0, 86400 * kS);
   app.add_option("--dump-keep", options.dump_keep,
                  "Keep the newest N dumps in --dump-dir, removing older ones")
       ->capture_default_str()
@@ -139,8 +125,8 @@ int AgentCommand(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1000, 10'000'000));
   app.add_flag("--live", live, "Show a live terminal view of the signals and transients");
-  app.add_option("--run-for", run_for_seconds, "Exit after this many seconds (demos, tests)")
-      ->check(CLI::Range(0.0, 1e9));
+  AddDurationOption(app, "--run-for", &run_for_ns, "Exit after this long (demos, tests); 0: never",
+                    0, 1'000'000'000 * kS);
   app.add_option("--log-level", log_level, "debug, info, warning, error")->capture_default_str();
 
   if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
@@ -151,10 +137,8 @@ int AgentCommand(int argc, char** argv) {
     return 2;
   }
   SetLogLevel(level);
-  if (!interval.empty()) options.interval_ns = DurationNs(interval);
-  options.recorder_duration_ns = DurationNs(recorder);
+  if (interval_ns > 0) options.interval_ns = interval_ns;
   options.recorder_budget_bytes = recorder_mb << 20;
-  options.dump_min_interval_ns = DurationNs(dump_min_interval);
   options.dump_max_bytes = dump_max_mb << 20;
   for (const std::string& item : interval_of) {
     const size_t eq = item.find('=');
@@ -213,8 +197,7 @@ int AgentCommand(int argc, char** argv) {
               (*agent)->port());
   std::fflush(stdout);
 
-  const int64_t deadline =
-      run_for_seconds > 0 ? MonoNowNs() + static_cast<int64_t>(run_for_seconds * 1e9) : 0;
+  const int64_t deadline = run_for_ns > 0 ? MonoNowNs() + run_for_ns : 0;
   const bool tty = isatty(STDOUT_FILENO);
   int64_t next_view = MonoNowNs();
   while (!g_stop && (deadline == 0 || MonoNowNs() < deadline)) {

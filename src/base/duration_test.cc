@@ -1,8 +1,13 @@
 #include "src/base/duration.h"
 
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "src/base/clock.h"
+#include "src/base/command_line.h"
+#include "src/base/duration_option.h"
 
 namespace titan {
 namespace {
@@ -50,6 +55,31 @@ TEST(DurationTest, ShortFormIsRounded) {
   EXPECT_EQ(FormatDurationShort(850'400), "850us");
   EXPECT_EQ(FormatDurationShort(14'200'000'000), "14.2s");
   EXPECT_EQ(FormatDurationShort(0), "0");
+}
+
+// Every duration flag of titan takes the one syntax, bare seconds included, and a bad value is a
+// usage error (exit 2) naming the flag and the range.
+TEST(DurationOptionTest, OneSyntaxForEveryFlagAndBadValuesAreUsageErrors) {
+  auto parse = [](std::vector<std::string> args, int64_t* ns) {
+    CLI::App app{"test"};
+    AddDurationOption(app, "--wait", ns, "a wait", 0, 60 * kNsPerSecond);
+    std::vector<char*> argv = {const_cast<char*>("test")};
+    for (std::string& a : args) argv.push_back(a.data());
+    return ParseCommandLine(app, static_cast<int>(argv.size()), argv.data());
+  };
+  int64_t ns = 5 * kNsPerSecond;
+  EXPECT_FALSE(parse({}, &ns).has_value());
+  EXPECT_EQ(ns, 5 * kNsPerSecond);  // the default stays
+  EXPECT_FALSE(parse({"--wait", "250ms"}, &ns).has_value());
+  EXPECT_EQ(ns, 250 * kNsPerMs);
+  EXPECT_FALSE(parse({"--wait", "2.5"}, &ns).has_value());  // bare seconds, as the flags took
+  EXPECT_EQ(ns, 2500 * kNsPerMs);
+  EXPECT_FALSE(parse({"--wait", "0"}, &ns).has_value());
+  EXPECT_EQ(ns, 0);
+  EXPECT_EQ(parse({"--wait", "2m"}, &ns), 2);  // over the 60 s bound
+  EXPECT_EQ(parse({"--wait", "soon"}, &ns), 2);
+  EXPECT_EQ(parse({"--wait", "-1"}, &ns), 2);
+  EXPECT_EQ(ns, 0);  // a refused value changes nothing
 }
 
 }  // namespace

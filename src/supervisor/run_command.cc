@@ -13,7 +13,7 @@
 
 #include "src/base/clock.h"
 #include "src/base/command_line.h"
-#include "src/base/duration.h"
+#include "src/base/duration_option.h"
 #include "src/base/text.h"
 #include "src/cluster/slurm.h"
 #include "src/supervisor/supervisor.h"
@@ -22,8 +22,6 @@ namespace titan {
 namespace {
 
 using supervisor::RunOptions;
-
-int64_t SecondsToNs(double s) { return static_cast<int64_t>(s * 1e9); }
 
 // "4" or "2:4" (torchrun's MIN:MAX).
 bool ParseNodes(const std::string& text, int* min_nodes, int* max_nodes) {
@@ -95,16 +93,13 @@ int RunCommand(int argc, char** argv) {
       "One `titan run` per node; with --nnodes > 1 the nodes meet through etcd (--etcd).",
       "titan run"};
   std::string nnodes = "1";
-  double backoff_s = 0, backoff_max_s = 30, failure_grace_s = 1, term_grace_s = 30;
-  double hang_floor_s = 10, startup_timeout_s = 300, checkpoint_timeout_s = 600;
-  double failure_window_s = 1800, cooldown_s = 600, last_call_s = 2, join_timeout_s = 600,
-         stack_wait_s = 2;
   std::vector<std::string> injections;
   std::string straggler_action = "report";
   bool standalone = false;
   std::string rdzv_backend;
   std::vector<std::string> on_isolate;
-  std::string isolate_timeout = "30s", slurm_watch = "5s", finish_timeout = "60s";
+  constexpr int64_t kS = 1'000'000'000;
+  o.slurm_watch_interval_ns = 5 * kS;
   app.add_option("--nproc-per-node,--nproc_per_node", o.nproc_per_node, "workers on this node")
       ->check(CLI::Range(1, 1024));
   app.add_option("--nnodes", nnodes, "nodes: N or MIN:MAX (elastic)");
@@ -118,14 +113,13 @@ int RunCommand(int argc, char** argv) {
   app.add_flag("--standalone", standalone, "single node (the default without --etcd)");
   app.add_option("--max-restarts,--max_restarts", o.restart.max_restarts, "restart budget")
       ->check(CLI::Range(0, 1'000'000));
-  app.add_option("--backoff", backoff_s, "first restart backoff in seconds, doubling")
-      ->check(CLI::Range(0.0, 3600.0));
-  app.add_option("--backoff-max", backoff_max_s, "backoff cap in seconds")
-      ->check(CLI::Range(0.0, 3600.0));
-  app.add_option("--failure-grace", failure_grace_s, "SIGTERM->SIGKILL grace when recovering (s)")
-      ->check(CLI::Range(0.0, 3600.0));
-  app.add_option("--term-grace", term_grace_s, "grace for workers to checkpoint on SIGTERM (s)")
-      ->check(CLI::Range(0.0, 86400.0));
+  AddDurationOption(app, "--backoff", &o.restart.backoff_base_ns, "first restart backoff, doubling",
+                    0, 3600 * kS);
+  AddDurationOption(app, "--backoff-max", &o.restart.backoff_max_ns, "backoff cap", 0, 3600 * kS);
+  AddDurationOption(app, "--failure-grace", &o.failure_grace_ns,
+                    "SIGTERM->SIGKILL grace when recovering", 0, 3600 * kS);
+  AddDurationOption(app, "--term-grace", &o.term_grace_ns,
+                    "grace for workers to checkpoint on SIGTERM", 0, 86400 * kS);
   app.add_option("--checkpoint-dir", o.checkpoint_dir,
                  "exported to workers as TITAN_CHECKPOINT_DIR (a directory or s3://bucket/prefix)");
   app.add_option("--checkpoint-mirror", o.checkpoint_mirror,
@@ -146,13 +140,11 @@ int RunCommand(int argc, char** argv) {
   app.add_option("--log-dir", o.log_dir, "per-rank worker logs (default: inherit stdout/stderr)");
   app.add_option("--hang-k", o.hang.k, "hang bound = max(k * p99 step interval, floor)")
       ->check(CLI::Range(1.0, 1000.0));
-  app.add_option("--hang-floor", hang_floor_s, "hang bound floor in seconds")
-      ->check(CLI::Range(0.1, 86400.0));
-  app.add_option("--startup-timeout", startup_timeout_s, "seconds allowed before the first step")
-      ->check(CLI::Range(0.1, 86400.0));
-  app.add_option("--checkpoint-timeout", checkpoint_timeout_s,
-                 "seconds allowed inside a checkpoint save")
-      ->check(CLI::Range(0.1, 86400.0));
+  AddDurationOption(app, "--hang-floor", &o.hang.floor_ns, "hang bound floor", kS / 10, 86400 * kS);
+  AddDurationOption(app, "--startup-timeout", &o.hang.startup_timeout_ns,
+                    "allowed before the first step", kS / 10, 86400 * kS);
+  AddDurationOption(app, "--checkpoint-timeout", &o.hang.checkpoint_timeout_ns,
+                    "allowed inside a checkpoint save", kS / 10, 86400 * kS);
   app.add_option("--straggler-k", o.straggler.k, "robust z-score bound")
       ->check(CLI::Range(0.5, 100.0));
   app.add_option("--straggler-ratio", o.straggler.ratio, "slower than peers' median by this ratio")
@@ -167,10 +159,10 @@ int RunCommand(int argc, char** argv) {
       ->check(CLI::IsMember({"report", "exclude"}));
   app.add_option("--max-failures", o.isolation.max_failures, "failures of a node that exclude it")
       ->check(CLI::Range(1, 1'000'000));
-  app.add_option("--failure-window", failure_window_s, "window of --max-failures, seconds")
-      ->check(CLI::Range(1.0, 1e7));
-  app.add_option("--cooldown", cooldown_s, "seconds an excluded node sits out")
-      ->check(CLI::Range(0.0, 1e7));
+  AddDurationOption(app, "--failure-window", &o.isolation.window_ns, "window of --max-failures", kS,
+                    10'000'000 * kS);
+  AddDurationOption(app, "--cooldown", &o.isolation.cooldown_ns,
+                    "how long an excluded node sits out", 0, 10'000'000 * kS);
   app.add_option("--on-isolate", on_isolate,
                  "when a node is taken out of the job (excluded or lost), also: slurm-drain "
                  "(scontrol ... State=DRAIN), k8s-cordon (titan k8s cordon: cordon + taint), or "
@@ -178,28 +170,30 @@ int RunCommand(int argc, char** argv) {
                  "background, each an 'isolate' event; a failing action never stops recovery)");
   app.add_flag("--isolate-dry-run", o.isolate_dry_run,
                "log the --on-isolate commands that would run; run none");
-  app.add_option("--isolate-timeout", isolate_timeout,
-                 "bound on each --on-isolate action (duration: 30s, 500ms, or seconds)");
+  AddDurationOption(app, "--isolate-timeout", &o.isolate_timeout_ns,
+                    "bound on each --on-isolate action", kS / 1000, 86400 * kS);
   app.add_option("--scheduler-node", o.scheduler_node,
                  "this node's name for the scheduler, {node} in --on-isolate (default "
                  "SLURMD_NODENAME, else NODE_NAME, else the hostname)");
-  app.add_option("--slurm-watch", slurm_watch,
-                 "under Slurm: how often to ask scontrol for this node's state; a node Slurm "
-                 "marks DOWN or NOT_RESPONDING leaves the job like a lost node (0: off)");
+  AddDurationOption(app, "--slurm-watch", &o.slurm_watch_interval_ns,
+                    "under Slurm: how often to ask scontrol for this node's state; a node Slurm "
+                    "marks DOWN or NOT_RESPONDING leaves the job like a lost node (0: off)",
+                    0, 3600 * kS);
   app.add_option("--inject", injections, "fault injection, e.g. crash@rank=1,step=50 (repeatable)");
   app.add_option("--seed", o.seed, "seed of drawn injection targets");
   app.add_option("--lease-ttl", o.lease_ttl_seconds, "etcd lease TTL in seconds (lost-node bound)")
       ->check(CLI::Range(1, 3600));
-  app.add_option("--last-call", last_call_s, "seconds a rendezvous waits for more nodes after min")
-      ->check(CLI::Range(0.0, 3600.0));
-  app.add_option("--join-timeout", join_timeout_s, "seconds to wait for --nnodes MIN nodes")
-      ->check(CLI::Range(1.0, 1e7));
-  app.add_option("--finish-timeout", finish_timeout,
-                 "once every local worker exited 0: how long an unreachable etcd may keep titan "
-                 "run from confirming that the other nodes finished too, before it exits 0 on the "
-                 "local result (duration: 60s, 500ms, or seconds)");
-  app.add_option("--stack-wait", stack_wait_s, "seconds to wait for a hung worker's stack dump")
-      ->check(CLI::Range(0.0, 600.0));
+  AddDurationOption(app, "--last-call", &o.last_call_ns,
+                    "how long a rendezvous waits for more nodes after MIN joined", 0, 3600 * kS);
+  AddDurationOption(app, "--join-timeout", &o.join_timeout_ns,
+                    "how long to wait for --nnodes MIN nodes", kS, 10'000'000 * kS);
+  AddDurationOption(app, "--finish-timeout", &o.finish_timeout_ns,
+                    "once every local worker exited 0: how long an unreachable etcd may keep titan "
+                    "run from confirming that the other nodes finished too, before it exits 0 on "
+                    "the local result",
+                    kS / 1000, 86400 * kS);
+  AddDurationOption(app, "--stack-wait", &o.stack_wait_ns,
+                    "how long to wait for a hung worker's stack dump", 0, 600 * kS);
   app.add_flag("--quiet", o.quiet, "no summary at the end");
   if (std::optional<int> done = ParseCommandLine(app, own_argc, argv)) return *done;
   if (command.empty()) {
@@ -239,21 +233,6 @@ int RunCommand(int argc, char** argv) {
     }
     o.isolate_actions.push_back(std::move(action).value());
   }
-  if (!ParseDurationNs(isolate_timeout, &o.isolate_timeout_ns)) {
-    std::fprintf(stderr, "titan run: --isolate-timeout '%s': expected a duration (30s, 500ms)\n",
-                 isolate_timeout.c_str());
-    return 2;
-  }
-  if (!ParseDurationNs(finish_timeout, &o.finish_timeout_ns)) {
-    std::fprintf(stderr, "titan run: --finish-timeout '%s': expected a duration (60s, 500ms)\n",
-                 finish_timeout.c_str());
-    return 2;
-  }
-  if (!ParseDurationOrZeroNs(slurm_watch, &o.slurm_watch_interval_ns)) {
-    std::fprintf(stderr, "titan run: --slurm-watch '%s': expected a duration (5s) or 0\n",
-                 slurm_watch.c_str());
-    return 2;
-  }
   // Slurm: one task per node runs titan run; the job, its nodes and this node's name come from
   // the environment srun gives it (flags still win).
   auto slurm = cluster::ReadSlurmEnv([](const char* name) { return std::getenv(name); });
@@ -277,18 +256,6 @@ int RunCommand(int argc, char** argv) {
       o.plan = std::move(plan).value();
     }
   }
-  o.restart.backoff_base_ns = SecondsToNs(backoff_s);
-  o.restart.backoff_max_ns = SecondsToNs(backoff_max_s);
-  o.failure_grace_ns = SecondsToNs(failure_grace_s);
-  o.term_grace_ns = SecondsToNs(term_grace_s);
-  o.hang.floor_ns = SecondsToNs(hang_floor_s);
-  o.hang.startup_timeout_ns = SecondsToNs(startup_timeout_s);
-  o.hang.checkpoint_timeout_ns = SecondsToNs(checkpoint_timeout_s);
-  o.isolation.window_ns = SecondsToNs(failure_window_s);
-  o.isolation.cooldown_ns = SecondsToNs(cooldown_s);
-  o.last_call_ns = SecondsToNs(last_call_s);
-  o.join_timeout_ns = SecondsToNs(join_timeout_s);
-  o.stack_wait_ns = SecondsToNs(stack_wait_s);
   o.straggler_restart = straggler_action == "exclude";
   o.command = std::move(command);
   return supervisor::RunSupervisor(o);

@@ -579,7 +579,15 @@ class Supervisor {
       if (health.ok()) {
         if (health->consulted) StoreReachable(now);
         if (health->restart) return Follow(health->reason);
-        if (!health->lost.empty()) return LostNodes(health->lost);
+        if (!health->lost.empty()) {
+          // A peer leaves as soon as every node is done: if this node is done too, that is the
+          // job's end, not a lost node.
+          if (local_done && marked_done_) {
+            Result<bool> done = rdzv_->AllDone(a);
+            if (done.ok() && *done) return Outcome::kSucceeded;
+          }
+          return LostNodes(health->lost);
+        }
       } else {
         StoreUnreachable(health.status(), now);
       }
@@ -592,13 +600,13 @@ class Supervisor {
     }
   }
 
-  // Once every local worker exited 0: records that in the store (retried once a second until
-  // it succeeds) and returns kSucceeded when every node has. When the store stays unreachable
-  // for o_.finish_timeout_ns, returns kSucceededLocally: the job's own result is known here,
-  // only the other nodes' completion is unconfirmed.
+  // Once every local worker exited 0: records that in the store and returns kSucceeded when
+  // every node has, checking every tick (a peer that finished leaves the job at once, and must
+  // be seen as done, not lost). After a store error it retries once a second; when the store
+  // stays unreachable for o_.finish_timeout_ns, returns kSucceededLocally: the job's own result
+  // is known here, only the other nodes' completion is unconfirmed.
   std::optional<Outcome> ConfirmDone(const Assignment& a, int64_t now) {
     if (now < next_done_try_ns_) return std::nullopt;
-    next_done_try_ns_ = now + kNsPerSecond;
     Status status = marked_done_ ? OkStatus() : rdzv_->MarkDone(a);
     if (status.ok()) {
       marked_done_ = true;
@@ -611,6 +619,7 @@ class Supervisor {
       status = done.status();
     }
     StoreUnreachable(status, now);
+    next_done_try_ns_ = now + kNsPerSecond;
     if (now - store_down_since_ns_ < o_.finish_timeout_ns) return std::nullopt;
     finish_reason_ = fmt::format(
         "every local worker exited 0; the other nodes' completion is unconfirmed: the store "

@@ -94,7 +94,7 @@ def test_a_crashing_node_is_drained_and_a_spare_takes_its_place(cluster, work, b
     with open(os.path.join(tmp, "n2", "ledger.json")) as f:
         assert json.load(f)["isolation_actions"] == {"succeeded": 1, "failed": 0, "dry_run": 0}
     for other in ("n1", "n3"):
-        assert "DRAIN" not in cluster.node(other)["State"]
+        assert "DRAIN" not in cluster.node(other)["State"], (cluster.node(other), logs)
 
     # The spare took n2's place: same world size, the same parameters bit for bit.
     r = result(os.path.join(tmp, "n1"))

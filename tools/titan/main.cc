@@ -6,12 +6,12 @@
 #include "src/agent/agent_command.h"
 #include "src/checkpoint/ckpt_command.h"
 #include "src/cluster/k8s/k8s_command.h"
+#include "src/demo/demo_command.h"
 #include "src/gateway/gateway_command.h"
 #include "src/load/load_command.h"
 #include "src/report/report.h"
 #include "src/serve_sim/serve_sim_command.h"
 #include "src/sim/sim_command.h"
-#include "src/demo/demo_command.h"
 #include "src/supervisor/run_command.h"
 #include "src/trace/trace_command.h"
 
