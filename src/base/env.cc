@@ -2,10 +2,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+
+#include <fmt/format.h>
 
 namespace titan {
 
@@ -37,6 +40,33 @@ Result<std::vector<std::string>> Env::ListDir(const std::string& path) {
   return names;
 }
 
+Result<int> OpenRegularFile(const std::string& path, std::string_view what) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  const std::string opening =
+      what.empty() ? "opening " + path : fmt::format("opening {} {}", what, path);
+  if (fd < 0) return ErrnoError(errno, opening);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int error = errno;
+    ::close(fd);
+    return ErrnoError(error, opening);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    std::string_view type = S_ISDIR(st.st_mode)    ? "a directory"
+                            : S_ISFIFO(st.st_mode) ? "a FIFO"
+                            : S_ISCHR(st.st_mode)  ? "a character device"
+                            : S_ISBLK(st.st_mode)  ? "a block device"
+                            : S_ISSOCK(st.st_mode) ? "a socket"
+                                                   : "not a plain file";
+    return InvalidArgumentError(fmt::format("{} is not a regular file ({}): expected a {} file",
+                                            path, type, what.empty() ? "regular" : what));
+  }
+  // Regular files never block; clear the flag so that reads behave as usual anyway.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 FileReader::FileReader(std::string path, size_t max_bytes)
     : path_(std::move(path)), max_bytes_(max_bytes) {}
 
@@ -46,8 +76,7 @@ FileReader::~FileReader() {
 
 Result<std::string_view> FileReader::Read() {
   if (fd_ < 0) {
-    fd_ = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) return ErrnoError(errno, "opening " + path_);
+    TITAN_ASSIGN_OR_RETURN(fd_, OpenRegularFile(path_, ""));
   }
   if (buffer_.size() < 4096) buffer_.resize(4096);
   size_t used = 0;

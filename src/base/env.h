@@ -36,9 +36,18 @@ class Env {
   std::string sys_root_;
 };
 
+// Opens `path` for reading, and only if it is a regular file: a FIFO would block the open or the
+// reads forever, and a device (/dev/zero) never ends or is not a trace. The open does not block
+// (O_NONBLOCK, then fstat before any read); directories, FIFOs, sockets and devices are refused
+// with INVALID_ARGUMENT naming the path, its type and `what` (e.g. "trace"; "" for
+// "regular"). Returns the descriptor (blocking
+// again, close-on-exec), which the caller closes.
+Result<int> OpenRegularFile(const std::string& path, std::string_view what);
+
 // Re-reads one small file (a /proc or /sys file) cheaply: the descriptor stays open and each
 // Read() is one pread() at offset 0 into a reused buffer. If the file disappears (a process
-// exits), Read() fails with NOT_FOUND and the next Read() tries to reopen it.
+// exits), Read() fails with NOT_FOUND and the next Read() tries to reopen it. Only regular files
+// are opened (OpenRegularFile): a FIFO under --proc-root never blocks the sampler.
 // Thread safety: not thread-safe; one reader per sampling thread.
 class FileReader {
  public:

@@ -1,5 +1,7 @@
 #include "src/base/env.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -48,6 +50,21 @@ TEST_F(EnvTest, MissingFileIsNotFoundNamingThePath) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find("proc/nope"), std::string_view::npos);
+}
+
+// A FIFO under --proc-root hung the agent's sampler in open(); /dev/zero never ends.
+TEST_F(EnvTest, AFifoOrADeviceIsRefusedNotRead) {
+  const std::string fifo = (dir_ / "proc/stat").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  FileReader reader(fifo);
+  auto r = reader.Read();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            fifo + " is not a regular file (a FIFO): expected a regular file");
+  auto zero = Env::ReadFile("/dev/zero");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("(a character device)"), std::string_view::npos);
 }
 
 TEST_F(EnvTest, OversizedFileIsRejectedNotTruncated) {

@@ -65,14 +65,7 @@ Result<json> LoadScenarioTree(const std::string& name_or_path) {
     return NotFoundError(fmt::format("'{}' is neither a scenario file nor a preset (presets: {})",
                                      name_or_path, PresetNames()));
   }
-  // Only regular files: opening a FIFO would block forever, and a device is no scenario.
-  if (!std::filesystem::is_regular_file(name_or_path, error)) {
-    return InvalidArgumentError(
-        fmt::format("{} is not a regular file ({}): expected a scenario YAML file", name_or_path,
-                    std::filesystem::is_directory(name_or_path, error) ? "a directory"
-                    : std::filesystem::is_fifo(name_or_path, error)    ? "a FIFO"
-                                                                       : "a device or socket"));
-  }
+  // Env::ReadFile opens regular files only: a FIFO would block forever, a device is no scenario.
   TITAN_ASSIGN_OR_RETURN(std::string text, Env::ReadFile(name_or_path, kMaxScenarioBytes));
   return ParseScenarioText(text, name_or_path);
 }

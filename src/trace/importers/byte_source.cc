@@ -246,31 +246,6 @@ Result<std::unique_ptr<ByteSource>> Wrap(std::unique_ptr<RawInput> in, const std
 
 }  // namespace
 
-Result<int> OpenRegularFile(const std::string& path, std::string_view what) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return ErrnoError(errno, fmt::format("opening {} {}", what, path));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int error = errno;
-    ::close(fd);
-    return ErrnoError(error, fmt::format("opening {} {}", what, path));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    std::string_view type = S_ISDIR(st.st_mode)    ? "a directory"
-                            : S_ISFIFO(st.st_mode) ? "a FIFO"
-                            : S_ISCHR(st.st_mode)  ? "a character device"
-                            : S_ISBLK(st.st_mode)  ? "a block device"
-                            : S_ISSOCK(st.st_mode) ? "a socket"
-                                                   : "not a plain file";
-    return InvalidArgumentError(
-        fmt::format("{} is not a regular file ({}): expected a {} file", path, type, what));
-  }
-  // Regular files never block; clear the flag so that reads behave as usual anyway.
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  return fd;
-}
-
 Result<std::unique_ptr<ByteSource>> OpenTraceFile(const std::string& path) {
   TITAN_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path, "trace"));
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);

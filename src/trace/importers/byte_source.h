@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "src/base/env.h"  // OpenRegularFile
 #include "src/base/status.h"
 
 namespace titan::trace {
@@ -24,13 +25,6 @@ class ByteSource {
   virtual uint64_t file_offset() const = 0;
   virtual bool gzipped() const = 0;
 };
-
-// Opens `path` for reading, and only if it is a regular file: a FIFO would block the open or the
-// reads forever, and a device (/dev/zero) never ends or is not a trace. The open does not block
-// (O_NONBLOCK, then fstat before any read); directories, FIFOs, sockets and devices are refused
-// with INVALID_ARGUMENT naming `what`, the path and its type. Returns the descriptor (blocking
-// again, close-on-exec), which the caller closes.
-Result<int> OpenRegularFile(const std::string& path, std::string_view what);
 
 // Opens `path` (OpenRegularFile); gzip is recognised by its magic bytes, not by the file name.
 Result<std::unique_ptr<ByteSource>> OpenTraceFile(const std::string& path);
