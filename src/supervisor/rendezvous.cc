@@ -55,7 +55,8 @@ class StaticRendezvous final : public Rendezvous {
     const int nnodes = static_cast<int>(plan_.members.size());
     if (nnodes > 1 && after_generation >= 0) {
       return FailedPreconditionError(fmt::format(
-          "the {} nodes of this job met without etcd (a plan from the scheduler's node list), "
+          "the {} nodes of this job met without etcd (a static plan: the scheduler's node list "
+          "or --node-rank), "
           "so they cannot agree on a restart in place: the job ends here (give --etcd for "
           "in-place recovery and isolation, or let the scheduler requeue the job)",
           nnodes));

@@ -17,6 +17,7 @@
 #include "src/base/text.h"
 #include "src/cluster/slurm.h"
 #include "src/supervisor/supervisor.h"
+#include "src/supervisor/torchrun_args.h"
 
 namespace titan {
 namespace {
@@ -89,10 +90,32 @@ int RunCommand(int argc, char** argv) {
       "Launch a distributed training job (torchrun-compatible environment), detect crash, hang, "
       "straggler and lost node, isolate repeatedly failing nodes, restart from the last "
       "checkpoint elastically, and account goodput.\n\n"
-      "usage: titan run [options] -- COMMAND ARGS...\n"
-      "One `titan run` per node; with --nnodes > 1 the nodes meet through etcd (--etcd).",
+      "usage: titan run [options] train.py ARGS...      (as torchrun: python -u train.py)\n"
+      "       titan run [options] -m MODULE ARGS...     (python -u -m MODULE)\n"
+      "       titan run [options] --no-python CMD ARGS...\n"
+      "       titan run [options] -- COMMAND ARGS...\n"
+      "One `titan run` per node; with --nnodes > 1 the nodes meet through etcd (--etcd), or, "
+      "without restarts in place, through torchrun's static --node-rank/--master-addr.",
       "titan run"};
-  std::string nnodes = "1";
+  std::string nnodes = "1", nproc = "1";
+  supervisor::ScriptForm script;
+  int node_rank = -1;
+  std::string master_addr;
+  int master_port = 0;
+  // torchrun flags titan run takes and ignores: what they tune is titan run's own business
+  // (monitoring, logs, start method) or has no equivalent. Each given one is named on stderr.
+  const std::vector<std::string> kIgnoredTorchrunFlags = {
+      "--monitor-interval,--monitor_interval",
+      "--role",
+      "--redirects,-r",
+      "--tee,-t",
+      "--start-method,--start_method",
+      "--rdzv-conf,--rdzv_conf",
+      "--local-addr,--local_addr",
+      "--logs-specs,--logs_specs",
+      "--local-ranks-filter,--local_ranks_filter"};
+  std::vector<std::string> ignored_values(kIgnoredTorchrunFlags.size());
+  bool run_path = false;
   std::vector<std::string> injections;
   std::string straggler_action = "report";
   bool standalone = false;
@@ -100,8 +123,31 @@ int RunCommand(int argc, char** argv) {
   std::vector<std::string> on_isolate;
   constexpr int64_t kS = 1'000'000'000;
   o.slurm_watch_interval_ns = 5 * kS;
-  app.add_option("--nproc-per-node,--nproc_per_node", o.nproc_per_node, "workers on this node")
-      ->check(CLI::Range(1, 1024));
+  app.add_option("--nproc-per-node,--nproc_per_node", nproc,
+                 "workers on this node: N, or auto (the GPUs, else the CPUs), gpu, cpu")
+      ->capture_default_str();
+  app.add_flag("-m,--module", script.module,
+               "the script is a Python module, run as python -u -m MODULE (as torchrun)");
+  app.add_flag("--no-python,--no_python", script.no_python,
+               "run the script itself, not with the Python interpreter (as torchrun)");
+  app.add_option("--python", script.python,
+                 "the interpreter for a script or -m module (looked up in PATH)")
+      ->capture_default_str();
+  app.add_flag("--run-path,--run_path", run_path,
+               "accepted for torchrun compatibility (scripts are run by path anyway)");
+  app.add_option("--node-rank,--node_rank", node_rank,
+                 "torchrun's static rendezvous, without etcd: this node's index in --nnodes N "
+                 "(no restart in place: a failure ends the job)")
+      ->check(CLI::Range(0, 100'000));
+  app.add_option("--master-addr,--master_addr", master_addr,
+                 "static rendezvous: node rank 0's address (default 127.0.0.1)");
+  app.add_option("--master-port,--master_port", master_port,
+                 "static rendezvous: node rank 0's port (default 29500)")
+      ->check(CLI::Range(1, 65535));
+  for (size_t i = 0; i < kIgnoredTorchrunFlags.size(); ++i) {
+    app.add_option(kIgnoredTorchrunFlags[i], ignored_values[i],
+                   "accepted for torchrun compatibility; ignored");
+  }
   app.add_option("--nnodes", nnodes, "nodes: N or MIN:MAX (elastic)");
   app.add_option("--etcd,--rdzv-endpoint,--rdzv_endpoint", o.etcd,
                  "etcd endpoint http://HOST:PORT for multi-node rendezvous");
@@ -137,7 +183,8 @@ int RunCommand(int argc, char** argv) {
   app.add_option("--metrics-file", o.metrics_file, "Prometheus text file, rewritten every second");
   app.add_option("--metrics-port", o.metrics_port, "serve /metrics on 127.0.0.1:PORT")
       ->check(CLI::Range(0, 65535));
-  app.add_option("--log-dir", o.log_dir, "per-rank worker logs (default: inherit stdout/stderr)");
+  app.add_option("--log-dir,--log_dir", o.log_dir,
+                 "per-rank worker logs (default: inherit stdout/stderr)");
   app.add_option("--hang-k", o.hang.k, "hang bound = max(k * p99 step interval, floor)")
       ->check(CLI::Range(1.0, 1000.0));
   AddDurationOption(app, "--hang-floor", &o.hang.floor_ns, "hang bound floor", kS / 10, 86400 * kS);
@@ -195,10 +242,36 @@ int RunCommand(int argc, char** argv) {
   AddDurationOption(app, "--stack-wait", &o.stack_wait_ns,
                     "how long to wait for a hung worker's stack dump", 0, 600 * kS);
   app.add_flag("--quiet", o.quiet, "no summary at the end");
+  // torchrun's form: options end at the script; what follows is the script's (--lr 1 included).
+  app.prefix_command();
   if (std::optional<int> done = ParseCommandLine(app, own_argc, argv)) return *done;
+  script.script_and_args = app.remaining();
+  if (!script.script_and_args.empty() && !command.empty()) {
+    // A script came before the "--": the "--" and what follows are the script's arguments.
+    script.script_and_args.push_back("--");
+    script.script_and_args.insert(script.script_and_args.end(), command.begin(), command.end());
+    command.clear();
+  }
   if (command.empty()) {
-    std::fprintf(stderr, "titan run: no command; usage: titan run [options] -- COMMAND ARGS...\n");
+    auto worker = supervisor::WorkerCommand(script);
+    if (!worker.ok()) {
+      std::fprintf(stderr, "titan run: %s\n", std::string(worker.status().message()).c_str());
+      return 2;
+    }
+    command = std::move(worker).value();
+  }
+  auto resolved_nproc = supervisor::ResolveNprocPerNode(nproc);
+  if (!resolved_nproc.ok()) {
+    std::fprintf(stderr, "titan run: %s\n", std::string(resolved_nproc.status().message()).c_str());
     return 2;
+  }
+  o.nproc_per_node = *resolved_nproc;
+  for (size_t i = 0; i < kIgnoredTorchrunFlags.size(); ++i) {
+    const std::string flag = kIgnoredTorchrunFlags[i].substr(0, kIgnoredTorchrunFlags[i].find(','));
+    if (app.count(flag) > 0) {
+      std::fprintf(stderr, "titan run: ignoring torchrun's %s (see titan run --help)\n",
+                   flag.c_str());
+    }
   }
   if (!ParseNodes(nnodes, &o.min_nodes, &o.max_nodes)) {
     std::fprintf(stderr, "titan run: --nnodes '%s': expected N or MIN:MAX with 1 <= MIN <= MAX\n",
@@ -255,6 +328,30 @@ int RunCommand(int argc, char** argv) {
       }
       o.plan = std::move(plan).value();
     }
+  }
+  // torchrun's static rendezvous: every node is told its rank and node rank 0's address.
+  if (node_rank >= 0 || !master_addr.empty() || master_port > 0) {
+    if (node_rank < 0 && o.max_nodes == 1) node_rank = 0;  // torchrun's default
+    if (!o.etcd.empty()) {
+      std::fprintf(stderr,
+                   "titan run: --node-rank/--master-addr/--master-port are the static "
+                   "rendezvous; with --etcd the nodes find each other (leave them out)\n");
+      return 2;
+    }
+    if (o.min_nodes != o.max_nodes || node_rank < 0 || node_rank >= o.max_nodes) {
+      std::fprintf(stderr,
+                   "titan run: the static rendezvous needs --nnodes N (no MIN:MAX) and "
+                   "--node-rank 0..N-1 on each node (got --nnodes %s, --node-rank %d)\n",
+                   nnodes.c_str(), node_rank);
+      return 2;
+    }
+    supervisor::StaticPlan plan;
+    for (int i = 0; i < o.max_nodes; ++i) plan.members.push_back(fmt::format("node{}", i));
+    plan.index = node_rank;
+    plan.master_addr = master_addr.empty() ? "127.0.0.1" : master_addr;
+    plan.master_port = master_port > 0 ? master_port : 29500;
+    o.plan = std::move(plan);
+    if (o.node_id.empty()) o.node_id = fmt::format("node{}", node_rank);
   }
   o.straggler_restart = straggler_action == "exclude";
   o.command = std::move(command);

@@ -327,6 +327,73 @@ def test_a_job_whose_etcd_dies_still_ends_with_its_local_result(work):
     assert_no_survivors(dirs["a"], dirs["b"])
 
 
+ENV_SCRIPT = """import json, os, sys
+out = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR",
+                                      "MASTER_PORT")}
+out["argv"] = sys.argv[1:]
+out["exe"] = sys.executable
+with open(os.path.join(sys.argv[1], "rank%s.json" % out["RANK"]), "w") as f:
+    json.dump(out, f)
+"""
+
+
+def test_torchruns_command_line_forms_work_by_changing_one_word(work):
+    """Issue 14 item 6: `torchrun --nproc_per_node=2 w.py --lr 1` becomes `titan run ...` (was
+    'The following argument was not expected: w.py'); -m MODULE; the static rendezvous."""
+    tmp = os.path.join(work, "torchrun-forms")
+    os.makedirs(os.path.join(tmp, "pkg"))
+    with open(os.path.join(tmp, "w.py"), "w") as f:
+        f.write(ENV_SCRIPT)
+    with open(os.path.join(tmp, "pkg", "__init__.py"), "w") as f:
+        f.write("")
+    with open(os.path.join(tmp, "pkg", "train.py"), "w") as f:
+        f.write(ENV_SCRIPT)
+
+    def run(args, out, node="0"):
+        os.makedirs(out, exist_ok=True)
+        return subprocess.Popen([TITAN, "run", "--quiet", "--run-dir", f"{out}-run{node}", "--python",
+                                 PY, *args], cwd=tmp, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def ranks(out):
+        return {int(f[4:-5]): json.load(open(os.path.join(out, f)))
+                for f in os.listdir(out) if f.startswith("rank")}
+
+    script = os.path.join(tmp, "script")
+    p = run(["--nproc_per_node=2", "--tee", "3", "w.py", script, "--lr", "1", "--", "x"],
+            script)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert "ignoring torchrun's --tee" in err
+    r = ranks(script)
+    assert sorted(r) == [0, 1]
+    assert r[1]["argv"] == [script, "--lr", "1", "--", "x"] and r[1]["WORLD_SIZE"] == "2"
+    assert os.path.realpath(r[0]["exe"]) == os.path.realpath(PY)
+
+    module = os.path.join(tmp, "module")
+    p = run(["-m", "pkg.train", module], module)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert ranks(module)[0]["argv"] == [module]
+
+    # torchrun's static rendezvous: two nodes told their node rank and rank 0's address.
+    static = os.path.join(tmp, "static")
+    port = free_port()
+    nodes = [run(["--nnodes", "2", "--node_rank", str(i), "--master_addr", "127.0.0.1",
+                  "--master_port", str(port), "w.py", static], static, str(i)) for i in (0, 1)]
+    for n in nodes:
+        _, err = n.communicate(timeout=120)
+        assert n.returncode == 0, err
+    r = ranks(static)
+    assert sorted(r) == [0, 1]
+    assert {v["MASTER_PORT"] for v in r.values()} == {str(port)}
+    assert {v["WORLD_SIZE"] for v in r.values()} == {"2"}
+
+    typo = subprocess.run([TITAN, "run", "--nproc-per-nod", "2", "w.py"], cwd=tmp,
+                          capture_output=True, text=True, timeout=30)
+    assert typo.returncode == 2 and "unknown option '--nproc-per-nod'" in typo.stderr
+
+
 def test_killing_titan_run_leaves_no_orphans(work):
     tmp = os.path.join(work, "orphans")
     proc, run_dir = titan_run(tmp, "run", ["--nproc-per-node", "2"], wait=False)
