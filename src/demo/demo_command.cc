@@ -33,6 +33,7 @@
 #include "src/base/command_line.h"
 #include "src/base/env.h"
 #include "src/base/goodput_category.h"
+#include "src/base/json_text.h"
 #include "src/http/client.h"
 #include "src/report/report.h"
 #include "src/supervisor/rendezvous.h"
@@ -194,8 +195,8 @@ std::string Describe(const json& e) {
 
 // Chrome trace-event JSON (opens in https://ui.perfetto.dev): one track per node, a slice per
 // generation, instants for every detection and decision.
-void WriteTrace(const std::string& path,
-                const std::vector<std::pair<std::string, std::vector<json>>>& nodes) {
+Status WriteTrace(const std::string& path,
+                  const std::vector<std::pair<std::string, std::vector<json>>>& nodes) {
   json trace = json::array();
   int pid = 1;
   for (const auto& [name, events] : nodes) {
@@ -231,8 +232,8 @@ void WriteTrace(const std::string& path,
     }
     ++pid;
   }
-  std::ofstream out(path);
-  out << json({{"traceEvents", trace}, {"displayTimeUnit", "ms"}}).dump();
+  return WriteFileAtomically(path,
+                             JsonText(json({{"traceEvents", trace}, {"displayTimeUnit", "ms"}})));
 }
 
 }  // namespace
@@ -470,7 +471,11 @@ int DemoCommand(int argc, char** argv) {
     ok = false;
   }
   std::string trace = out_dir + "/demo_trace.json";
-  WriteTrace(trace, logs);
+  if (Status written = WriteTrace(trace, logs); !written.ok()) {
+    std::fprintf(stderr, "titan demo: writing the Perfetto trace: %s\n",
+                 std::string(written.message()).c_str());
+    ok = false;
+  }
   std::printf("\nfiles:\n");
   for (const Node& node : nodes) {
     std::printf("  %s event log: %s/events.jsonl   ledger: %s/ledger.json   log: %s/titan.log\n",

@@ -19,9 +19,11 @@
 
 #include <fmt/format.h>
 
+#include "src/base/atomic_file.h"
 #include "src/base/clock.h"
 #include "src/base/duration.h"
 #include "src/base/env.h"
+#include "src/base/json_text.h"
 #include "src/base/log.h"
 #include "src/base/text.h"
 #include "src/checkpoint/prefetch.h"
@@ -1272,12 +1274,13 @@ class Supervisor {
     text += fmt::format("titan_run_events_dropped_total {}\n", queue_.dropped());
     if (metrics_endpoint_) metrics_endpoint_->Set(text);
     if (!o_.metrics_file.empty()) {
-      std::string tmp = o_.metrics_file + ".tmp";
-      if (FILE* f = std::fopen(tmp.c_str(), "we")) {
-        std::fwrite(text.data(), 1, text.size(), f);
-        std::fclose(f);
-        std::rename(tmp.c_str(), o_.metrics_file.c_str());
+      // Checked and atomic; a failure (a full disk) is one warning per streak, not one a second.
+      Status written = WriteFileAtomically(o_.metrics_file, text);
+      if (!written.ok() && metrics_file_ok_) {
+        log_.Write("warning", {{"what", std::string(written.message())}});
+        Log(LogLevel::kWarning, "run", "--metrics-file: {}", written.message());
       }
+      metrics_file_ok_ = written.ok();
     }
   }
 
@@ -1307,10 +1310,9 @@ class Supervisor {
     ledger["world_size"] = current_.world_size;
     ledger["event_log"] = o_.event_log;
     log_.Write("ledger", ledger);
-    if (FILE* f = std::fopen(o_.ledger_json.c_str(), "we")) {
-      std::string text = ledger.dump(2) + "\n";
-      std::fwrite(text.data(), 1, text.size(), f);
-      std::fclose(f);
+    if (Status written = WriteFileAtomically(o_.ledger_json, JsonText(ledger, 2) + "\n");
+        !written.ok()) {
+      Log(LogLevel::kError, "run", "writing the ledger (--ledger-json): {}", written.message());
     }
     if (!o_.quiet) PrintSummary(code, now);
     rdzv_->Leave();
@@ -1403,6 +1405,7 @@ class Supervisor {
   bool marked_done_ = false;         // this node's completion is recorded in the store
   int64_t next_done_try_ns_ = 0;
   std::string finish_reason_;                          // for Outcome::kSucceededLocally
+  bool metrics_file_ok_ = true;                        // the last --metrics-file write succeeded
   std::unique_ptr<MetricsEndpoint> metrics_endpoint_;  // --metrics-port
 };
 

@@ -6,14 +6,15 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
+#include <sstream>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "src/base/atomic_file.h"
 #include "src/base/csv.h"
 #include "src/report/sections.h"
 #include "src/trace/analyses/hta_compat.h"
@@ -558,14 +559,14 @@ Status WriteCsvReport(const AnalysisResult& r, bool hta_compat, const std::strin
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return ErrnoError(errno, fmt::format("creating --csv directory {}", dir));
   }
-  auto open = [&](const char* name, std::ofstream* f) -> Status {
-    std::string path = dir + "/" + name;
-    f->open(path);
-    if (!*f) return ErrnoError(errno, fmt::format("writing {}", path));
-    return OkStatus();
+  // Each table is built in memory and written checked and atomically (a full disk is an error,
+  // never a truncated CSV reported as success).
+  std::ostringstream f;
+  auto write = [&](const char* name) -> Status {
+    Status s = WriteFileAtomically(dir + "/" + name, f.str());
+    f.str("");
+    return s;
   };
-  std::ofstream f;
-  TITAN_RETURN_IF_ERROR(open("steps.csv", &f));
   f << "rank,step,wall_ns,compute_ns,exposed_comm_ns,exposed_mem_ns,idle_ns\n";
   for (const RankSummary& s : r.ranks) {
     for (const StepBreakdown& b : s.steps) {
@@ -573,8 +574,7 @@ Status WriteCsvReport(const AnalysisResult& r, bool hta_compat, const std::strin
         << b.exposed_comm_ns << ',' << b.exposed_mem_ns << ',' << b.idle_ns << '\n';
     }
   }
-  f.close();
-  TITAN_RETURN_IF_ERROR(open("ranks.csv", &f));
+  TITAN_RETURN_IF_ERROR(write("steps.csv"));
   f << "rank,path,wall_ns,compute_ns,exposed_comm_ns,exposed_mem_ns,idle_ns,wait_ns,times_last,"
        "cost_ns,launch_p50_ns,launch_p99_ns,verdict\n";
   for (size_t i = 0; i < r.ranks.size(); ++i) {
@@ -585,8 +585,7 @@ Status WriteCsvReport(const AnalysisResult& r, bool hta_compat, const std::strin
       << ',' << w.wait_ns << ',' << w.times_last << ',' << w.cost_ns << ',' << s.launch_delay.p50_ns
       << ',' << s.launch_delay.p99_ns << ',' << CsvField(s.verdict) << '\n';
   }
-  f.close();
-  TITAN_RETURN_IF_ERROR(open("idle_gaps.csv", &f));
+  TITAN_RETURN_IF_ERROR(write("ranks.csv"));
   f << "rank,step,begin_ns,length_ns,next_op,launched_by,cpu_before,launch_after_gap_ns\n";
   for (const RankSummary& s : r.ranks) {
     for (const IdleGap& g : s.top_gaps) {
@@ -595,14 +594,13 @@ Status WriteCsvReport(const AnalysisResult& r, bool hta_compat, const std::strin
         << ',' << g.launch_after_gap_ns << '\n';
     }
   }
-  f.close();
-  TITAN_RETURN_IF_ERROR(open("collectives.csv", &f));
+  TITAN_RETURN_IF_ERROR(write("idle_gaps.csv"));
   f << "process_group,collective,key,step,last_rank,skew_ns,last_cost_ns\n";
   for (const MatchedCollective& m : r.cross.worst) {
     f << CsvField(m.process_group) << ',' << m.collective << ',' << m.key << ',' << m.step << ','
       << m.last_rank << ',' << m.skew_ns << ',' << m.last_cost_ns << '\n';
   }
-  f.close();
+  TITAN_RETURN_IF_ERROR(write("collectives.csv"));
   if (hta_compat) TITAN_RETURN_IF_ERROR(WriteHtaCsvs(r.hta, dir, "hta"));
   return OkStatus();
 }

@@ -1,6 +1,13 @@
 // The text report at scale: a synthetic 1,000-rank result stays a screenful that names the
-// outlier ranks, --full prints every row, and few ranks keep their per-rank tables.
+// outlier ranks, --full prints every row, and few ranks keep their per-rank tables; the CSVs
+// are written checked.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
@@ -145,6 +152,33 @@ TEST(TextReport, FewRanksKeepPerRankTablesButSummariseSteps) {
   // With every row fitting, the full text is the default text.
   const AnalysisResult one = Synthetic(1);
   EXPECT_EQ(TextReport(one, {}), TextReport(one, {.full = true}));
+}
+
+// A full disk while writing the CSVs was reported as success, leaving a truncated steps.csv
+// (issue 14 item 10). The child process runs with RLIMIT_FSIZE as its "disk": writes past 64 KiB
+// fail with EFBIG.
+TEST(CsvReport, AFullDiskIsAnErrorAndLeavesNoTruncatedFile) {
+  const AnalysisResult r = Synthetic(1000);
+  char dir[] = "/tmp/titan_csv_full_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit = {64 << 10, 64 << 10};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    const Status s = WriteCsvReport(r, false, dir);
+    ::_exit(s.ok() ? 1 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the write was reported as ok";
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    // Whatever was written is whole (tables under the limit); nothing half-written stays.
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
+    EXPECT_NE(entry.path().filename(), "steps.csv");  // 5,000 rows: over the limit
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -3,15 +3,16 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <numeric>
+#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
 
+#include "src/base/atomic_file.h"
 #include "src/base/csv.h"
 #include "src/trace/analyses/kernel_class.h"
 
@@ -516,11 +517,13 @@ const char* kIdleCategory[] = {"host_wait", "kernel_wait", "other"};
 
 Status WriteHtaCsvs(const std::vector<HtaRankResult>& ranks, const std::string& dir,
                     const std::string& prefix) {
-  auto open = [&](const char* what, std::ofstream* f) -> Status {
-    std::string path = fmt::format("{}/{}.{}.csv", dir, prefix, what);
-    f->open(path);
-    if (!*f) return ErrnoError(errno, fmt::format("writing {}", path));
-    return OkStatus();
+  // Each table is built in memory and written checked and atomically (a full disk is an error,
+  // never a truncated CSV reported as success).
+  std::ostringstream f;
+  auto write = [&](const char* what) -> Status {
+    Status s = WriteFileAtomically(fmt::format("{}/{}.{}.csv", dir, prefix, what), f.str());
+    f.str("");
+    return s;
   };
   // One dtype per column over all ranks, as pandas concatenates them.
   const bool ints = std::all_of(ranks.begin(), ranks.end(),
@@ -528,8 +531,6 @@ Status WriteHtaCsvs(const std::vector<HtaRankResult>& ranks, const std::string& 
   auto time = [&](double v) {
     return ints && std::isfinite(v) ? fmt::format("{}", static_cast<int64_t>(v)) : PyFloat(v);
   };
-  std::ofstream f;
-  TITAN_RETURN_IF_ERROR(open("temporal_breakdown", &f));
   f << "rank,idle_time(us),compute_time(us),non_compute_time(us),kernel_time(us),"
        "idle_time_pctg,compute_time_pctg,non_compute_time_pctg\n";
   for (const HtaRankResult& r : ranks) {
@@ -537,14 +538,12 @@ Status WriteHtaCsvs(const std::vector<HtaRankResult>& ranks, const std::string& 
       << time(r.non_compute_us) << ',' << time(r.kernel_us) << ',' << PyFloat(r.idle_pct) << ','
       << PyFloat(r.compute_pct) << ',' << PyFloat(r.non_compute_pct) << '\n';
   }
-  f.close();
-  TITAN_RETURN_IF_ERROR(open("kernel_type_breakdown", &f));
+  TITAN_RETURN_IF_ERROR(write("temporal_breakdown"));
   f << "kernel_type,sum,percentage\n";
   for (const HtaKernelTypeRow& row : HtaKernelTypeTable(ranks)) {
     f << row.kernel_type << ',' << row.sum_us << ',' << PyFloat(row.percentage) << '\n';
   }
-  f.close();
-  TITAN_RETURN_IF_ERROR(open("kernel_breakdown", &f));
+  TITAN_RETURN_IF_ERROR(write("kernel_type_breakdown"));
   f << "name,sum (us),max (us),min (us),stddev,mean (us),kernel_type,rank\n";
   std::vector<const HtaKernelRow*> kernels;
   for (const HtaRankResult& r : ranks) {
@@ -561,8 +560,7 @@ Status WriteHtaCsvs(const std::vector<HtaRankResult>& ranks, const std::string& 
       << time(k->min_us) << ',' << PyFloat(k->stddev) << ',' << PyFloat(k->mean_us) << ','
       << k->kernel_type << ',' << k->rank << '\n';
   }
-  f.close();
-  TITAN_RETURN_IF_ERROR(open("idle_time_breakdown", &f));
+  TITAN_RETURN_IF_ERROR(write("kernel_breakdown"));
   f << "rank,stream,idle_category,idle_time,idle_time_ratio\n";
   for (const HtaRankResult& r : ranks) {
     for (const HtaIdleRow& row : r.idle) {
@@ -570,8 +568,7 @@ Status WriteHtaCsvs(const std::vector<HtaRankResult>& ranks, const std::string& 
         << PyFloat(row.idle_time_us) << ',' << PyFloat(row.ratio) << '\n';
     }
   }
-  f.close();
-  TITAN_RETURN_IF_ERROR(open("idle_interval_stats", &f));
+  TITAN_RETURN_IF_ERROR(write("idle_time_breakdown"));
   f << "idle_category,rank,stream,count,mean,std,min,25%,50%,75%,max\n";
   for (const HtaRankResult& r : ranks) {
     for (const HtaIdleStatsRow& s : r.idle_stats) {
@@ -581,12 +578,11 @@ Status WriteHtaCsvs(const std::vector<HtaRankResult>& ranks, const std::string& 
         << '\n';
     }
   }
-  f.close();
-  TITAN_RETURN_IF_ERROR(open("comm_comp_overlap", &f));
+  TITAN_RETURN_IF_ERROR(write("idle_interval_stats"));
   f << "rank,comp_comm_overlap_pctg\n";
   for (const HtaRankResult& r : ranks)
     f << r.rank << ',' << PyFloat(r.comm_comp_overlap_pct) << '\n';
-  f.close();
+  TITAN_RETURN_IF_ERROR(write("comm_comp_overlap"));
   return OkStatus();
 }
 
