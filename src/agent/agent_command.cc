@@ -47,7 +47,6 @@ int AgentCommand(int argc, char** argv) {
     std::string first(env_socket);
     options.socket_path = first.substr(0, first.find(':'));
   }
-  constexpr int64_t kS = 1'000'000'000;
   int64_t interval_ns = 0;  // 0: each collector's own
   std::vector<std::string> interval_of;
   std::string log_level = "info";
@@ -72,7 +71,7 @@ int AgentCommand(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 20));
   AddDurationOption(app, "--interval", &interval_ns,
                     "Sampling interval of every collector; default: each collector's own (100ms)",
-                    kS / 100, 10 * kS)
+                    kNsPerSecond / 100, 10 * kNsPerSecond)
       ->default_str("");
   app.add_option("--interval-of", interval_of,
                  "Per-collector interval, e.g. --interval-of nvml=20ms (repeatable)");
@@ -89,8 +88,8 @@ int AgentCommand(int argc, char** argv) {
                  "interval)")
       ->capture_default_str()
       ->check(CLI::Range(1, 120));
-  AddDurationOption(app, "--recorder", &options.recorder_duration_ns, "Flight-recorder length", kS,
-                    7 * 86400 * kS);
+  AddDurationOption(app, "--recorder", &options.recorder_duration_ns, "Flight-recorder length",
+                    kNsPerSecond, 7 * 86400 * kNsPerSecond);
   app.add_option("--recorder-memory-mb", recorder_mb, "Flight-recorder memory budget")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
@@ -110,7 +109,7 @@ int AgentCommand(int argc, char** argv) {
   AddDurationOption(app, "--dump-min-interval", &options.dump_min_interval_ns,
                     "At most one automatic dump per this long; closer transients are counted in "
                     "titan_recorder_dumps_suppressed_total",
-                    0, 86400 * kS);
+                    0, 86400 * kNsPerSecond);
   app.add_option("--dump-keep", options.dump_keep,
                  "Keep the newest N dumps in --dump-dir, removing older ones")
       ->capture_default_str()
@@ -126,7 +125,7 @@ int AgentCommand(int argc, char** argv) {
       ->check(CLI::Range(1000, 10'000'000));
   app.add_flag("--live", live, "Show a live terminal view of the signals and transients");
   AddDurationOption(app, "--run-for", &run_for_ns, "Exit after this long (demos, tests); 0: never",
-                    0, 1'000'000'000 * kS);
+                    0, 1'000'000'000 * kNsPerSecond);
   app.add_option("--log-level", log_level, "debug, info, warning, error")->capture_default_str();
 
   if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;

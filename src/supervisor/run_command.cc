@@ -121,8 +121,7 @@ int RunCommand(int argc, char** argv) {
   bool standalone = false;
   std::string rdzv_backend;
   std::vector<std::string> on_isolate;
-  constexpr int64_t kS = 1'000'000'000;
-  o.slurm_watch_interval_ns = 5 * kS;
+  o.slurm_watch_interval_ns = 5 * kNsPerSecond;
   app.add_option("--nproc-per-node,--nproc_per_node", nproc,
                  "workers on this node: N, or auto (the GPUs, else the CPUs), gpu, cpu")
       ->capture_default_str();
@@ -160,12 +159,13 @@ int RunCommand(int argc, char** argv) {
   app.add_option("--max-restarts,--max_restarts", o.restart.max_restarts, "restart budget")
       ->check(CLI::Range(0, 1'000'000));
   AddDurationOption(app, "--backoff", &o.restart.backoff_base_ns, "first restart backoff, doubling",
-                    0, 3600 * kS);
-  AddDurationOption(app, "--backoff-max", &o.restart.backoff_max_ns, "backoff cap", 0, 3600 * kS);
+                    0, 3600 * kNsPerSecond);
+  AddDurationOption(app, "--backoff-max", &o.restart.backoff_max_ns, "backoff cap", 0,
+                    3600 * kNsPerSecond);
   AddDurationOption(app, "--failure-grace", &o.failure_grace_ns,
-                    "SIGTERM->SIGKILL grace when recovering", 0, 3600 * kS);
+                    "SIGTERM->SIGKILL grace when recovering", 0, 3600 * kNsPerSecond);
   AddDurationOption(app, "--term-grace", &o.term_grace_ns,
-                    "grace for workers to checkpoint on SIGTERM", 0, 86400 * kS);
+                    "grace for workers to checkpoint on SIGTERM", 0, 86400 * kNsPerSecond);
   app.add_option("--checkpoint-dir", o.checkpoint_dir,
                  "exported to workers as TITAN_CHECKPOINT_DIR (a directory or s3://bucket/prefix)");
   app.add_option("--checkpoint-mirror", o.checkpoint_mirror,
@@ -187,11 +187,12 @@ int RunCommand(int argc, char** argv) {
                  "per-rank worker logs (default: inherit stdout/stderr)");
   app.add_option("--hang-k", o.hang.k, "hang bound = max(k * p99 step interval, floor)")
       ->check(CLI::Range(1.0, 1000.0));
-  AddDurationOption(app, "--hang-floor", &o.hang.floor_ns, "hang bound floor", kS / 10, 86400 * kS);
+  AddDurationOption(app, "--hang-floor", &o.hang.floor_ns, "hang bound floor", kNsPerSecond / 10,
+                    86400 * kNsPerSecond);
   AddDurationOption(app, "--startup-timeout", &o.hang.startup_timeout_ns,
-                    "allowed before the first step", kS / 10, 86400 * kS);
+                    "allowed before the first step", kNsPerSecond / 10, 86400 * kNsPerSecond);
   AddDurationOption(app, "--checkpoint-timeout", &o.hang.checkpoint_timeout_ns,
-                    "allowed inside a checkpoint save", kS / 10, 86400 * kS);
+                    "allowed inside a checkpoint save", kNsPerSecond / 10, 86400 * kNsPerSecond);
   app.add_option("--straggler-k", o.straggler.k, "robust z-score bound")
       ->check(CLI::Range(0.5, 100.0));
   app.add_option("--straggler-ratio", o.straggler.ratio, "slower than peers' median by this ratio")
@@ -206,10 +207,10 @@ int RunCommand(int argc, char** argv) {
       ->check(CLI::IsMember({"report", "exclude"}));
   app.add_option("--max-failures", o.isolation.max_failures, "failures of a node that exclude it")
       ->check(CLI::Range(1, 1'000'000));
-  AddDurationOption(app, "--failure-window", &o.isolation.window_ns, "window of --max-failures", kS,
-                    10'000'000 * kS);
+  AddDurationOption(app, "--failure-window", &o.isolation.window_ns, "window of --max-failures",
+                    kNsPerSecond, 10'000'000 * kNsPerSecond);
   AddDurationOption(app, "--cooldown", &o.isolation.cooldown_ns,
-                    "how long an excluded node sits out", 0, 10'000'000 * kS);
+                    "how long an excluded node sits out", 0, 10'000'000 * kNsPerSecond);
   app.add_option("--on-isolate", on_isolate,
                  "when a node is taken out of the job (excluded or lost), also: slurm-drain "
                  "(scontrol ... State=DRAIN), k8s-cordon (titan k8s cordon: cordon + taint), or "
@@ -218,29 +219,31 @@ int RunCommand(int argc, char** argv) {
   app.add_flag("--isolate-dry-run", o.isolate_dry_run,
                "log the --on-isolate commands that would run; run none");
   AddDurationOption(app, "--isolate-timeout", &o.isolate_timeout_ns,
-                    "bound on each --on-isolate action", kS / 1000, 86400 * kS);
+                    "bound on each --on-isolate action", kNsPerSecond / 1000, 86400 * kNsPerSecond);
   app.add_option("--scheduler-node", o.scheduler_node,
                  "this node's name for the scheduler, {node} in --on-isolate (default "
                  "SLURMD_NODENAME, else NODE_NAME, else the hostname)");
   AddDurationOption(app, "--slurm-watch", &o.slurm_watch_interval_ns,
                     "under Slurm: how often to ask scontrol for this node's state; a node Slurm "
                     "marks DOWN or NOT_RESPONDING leaves the job like a lost node (0: off)",
-                    0, 3600 * kS);
+                    0, 3600 * kNsPerSecond);
   app.add_option("--inject", injections, "fault injection, e.g. crash@rank=1,step=50 (repeatable)");
   app.add_option("--seed", o.seed, "seed of drawn injection targets");
   app.add_option("--lease-ttl", o.lease_ttl_seconds, "etcd lease TTL in seconds (lost-node bound)")
       ->check(CLI::Range(1, 3600));
   AddDurationOption(app, "--last-call", &o.last_call_ns,
-                    "how long a rendezvous waits for more nodes after MIN joined", 0, 3600 * kS);
+                    "how long a rendezvous waits for more nodes after MIN joined", 0,
+                    3600 * kNsPerSecond);
   AddDurationOption(app, "--join-timeout", &o.join_timeout_ns,
-                    "how long to wait for --nnodes MIN nodes", kS, 10'000'000 * kS);
+                    "how long to wait for --nnodes MIN nodes", kNsPerSecond,
+                    10'000'000 * kNsPerSecond);
   AddDurationOption(app, "--finish-timeout", &o.finish_timeout_ns,
                     "once every local worker exited 0: how long an unreachable etcd may keep titan "
                     "run from confirming that the other nodes finished too, before it exits 0 on "
                     "the local result",
-                    kS / 1000, 86400 * kS);
+                    kNsPerSecond / 1000, 86400 * kNsPerSecond);
   AddDurationOption(app, "--stack-wait", &o.stack_wait_ns,
-                    "how long to wait for a hung worker's stack dump", 0, 600 * kS);
+                    "how long to wait for a hung worker's stack dump", 0, 600 * kNsPerSecond);
   app.add_flag("--quiet", o.quiet, "no summary at the end");
   // torchrun's form: options end at the script; what follows is the script's (--lr 1 included).
   app.prefix_command();

@@ -121,10 +121,8 @@ std::string ProcField(pid_t pid, const char* file) {
 }
 
 char ProcState(pid_t pid) {
-  std::string stat = ProcField(pid, "stat");
-  size_t close = stat.rfind(')');
-  if (close == std::string::npos || close + 2 >= stat.size()) return '?';
-  return stat[close + 2];
+  auto stat = ReadProcStat(pid);
+  return stat.ok() ? stat->state : '?';
 }
 
 int64_t FileSize(const std::string& path) {
