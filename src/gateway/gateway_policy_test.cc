@@ -835,6 +835,63 @@ TEST(RouterTest, DifferentKeysSpreadOverReplicas) {
   }
 }
 
+TEST(RouterTest, NewPrefixesSplitEvenlyWhereAHashAloneWouldNot) {
+  // 4 prefixes over 2 replicas: rendezvous hashing alone (what the session policy does with a
+  // key) splits 3:1 or 4:0 in 10 of 16 key sets; the prefix policy gives each replica 2.
+  int uneven_by_hash = 0;
+  for (int set = 0; set < 200; ++set) {
+    Router prefix(Policy(RoutingPolicy::kPrefix));
+    Router hash(Policy(RoutingPolicy::kSession));
+    const std::vector<Candidate> c = Idle(2);
+    int on_first = 0;
+    int on_first_by_hash = 0;
+    for (int k = 0; k < 4; ++k) {
+      const auto key =
+          PrefixKey("set " + std::to_string(set) + " prefix " + std::to_string(k), 256);
+      on_first += prefix.Pick(c, key) == 0;
+      on_first_by_hash += hash.Pick(c, key) == 0;
+    }
+    ASSERT_EQ(on_first, 2) << "set " << set;
+    uneven_by_hash += on_first_by_hash != 2;
+  }
+  EXPECT_GT(uneven_by_hash, 80);
+}
+
+TEST(RouterTest, NewPrefixesAvoidAReplicaOverTheBound) {
+  Router router(Policy(RoutingPolicy::kPrefix));
+  std::vector<Candidate> c = Idle(2);
+  c[0].in_flight = 10;  // mean 5, bound 7.5
+  for (int k = 0; k < 20; ++k) {
+    ASSERT_EQ(router.Pick(c, PrefixKey("new " + std::to_string(k), 256)), 1);
+  }
+  // Once both are within the bound, new keys go to the one owning fewer until they are even.
+  const std::vector<Candidate> idle = Idle(2);
+  for (int k = 0; k < 20; ++k) {
+    ASSERT_EQ(router.Pick(idle, PrefixKey("later " + std::to_string(k), 256)), 0);
+  }
+}
+
+TEST(RouterTest, PrefixOwnersAreBoundedAndForgetTheLeastRecentlyUsed) {
+  Router router(Policy(RoutingPolicy::kPrefix));
+  const std::vector<Candidate> c = Idle(2);
+  const auto kept = PrefixKey("kept", 256);
+  const int kept_on = router.Pick(c, kept);
+  const size_t n = Router::kMaxPrefixOwners + 1000;
+  for (size_t k = 0; k < n; ++k) {
+    router.Pick(c, PrefixKey("k" + std::to_string(k), 256));
+    if (k % 10'000 == 0) {
+      ASSERT_EQ(router.Pick(c, kept), kept_on);  // used: remembered
+    }
+    ASSERT_LE(router.prefix_owners(), Router::kMaxPrefixOwners);
+  }
+  EXPECT_EQ(router.prefix_owners(), Router::kMaxPrefixOwners);
+  // The per-replica counts stayed in step with the evictions: new keys still alternate.
+  std::vector<int> count(2);
+  for (int k = 0; k < 100; ++k) ++count[router.Pick(c, PrefixKey("n" + std::to_string(k), 256))];
+  EXPECT_EQ(count[0], 50);
+  EXPECT_EQ(count[1], 50);
+}
+
 TEST(RouterTest, BoundedLoadSpillsAHotKey) {
   RoutingConfig config = Policy(RoutingPolicy::kPrefix);
   config.load_factor = 1.25;
@@ -862,6 +919,8 @@ TEST(RouterTest, BoundedLoadSpillsAHotKey) {
       if (static_cast<int>(i) != first) without.push_back(c[i]);
     }
     ASSERT_EQ(without[router.Pick(without, key)].replica, hot[spilled].replica);
+    // The key keeps its owner: back within the bound, it returns there.
+    ASSERT_EQ(router.Pick(c, key), first);
     ++moved;
   }
   EXPECT_EQ(moved, 100);
