@@ -48,6 +48,23 @@ std::string BucketBound(double bound, bool open_metrics) {
 
 }  // namespace
 
+ExpositionWriter& ExpositionWriter::Family(std::string_view name, std::string_view type,
+                                           std::string_view help) {
+  name_ = name;
+  AppendHeader(name, type, help, out_);
+  return *this;
+}
+
+ExpositionWriter& ExpositionWriter::Sample(double value, std::string_view label,
+                                           std::string_view label_value) {
+  const std::string labels =
+      label.empty()
+          ? std::string()
+          : fmt::format("{{{}=\"{}\"}}", label, EscapeLabelValue(std::string(label_value)));
+  AppendSample(name_, "", labels, value, out_);
+  return *this;
+}
+
 void RenderExposition(const MetricRegistry& registry, const ExpositionOptions& options,
                       std::string* out) {
   const bool open_metrics = options.format == ExpositionFormat::kOpenMetrics;

@@ -28,6 +28,24 @@ struct ExpositionOptions {
   int64_t stale_after_ns = 120LL * 1'000'000'000;  // gauges not sampled for this long are omitted
 };
 
+// Appends Prometheus text for exporters that hold plain values rather than a registry's series
+// (titan run's ledger and gauges), formatted as RenderExposition formats them: a family's
+// HELP and TYPE lines, then its samples, label values escaped. Writes into a caller-owned
+// string; not thread-safe.
+class ExpositionWriter {
+ public:
+  explicit ExpositionWriter(std::string* out) : out_(out) {}
+  // Starts family `name` of `type` ("gauge" or "counter").
+  ExpositionWriter& Family(std::string_view name, std::string_view type, std::string_view help);
+  // One sample of the current family, with at most one label.
+  ExpositionWriter& Sample(double value, std::string_view label = {},
+                           std::string_view label_value = {});
+
+ private:
+  std::string* out_;
+  std::string name_;
+};
+
 // Appends the exposition of every family to *out.
 void RenderExposition(const MetricRegistry& registry, const ExpositionOptions& options,
                       std::string* out);

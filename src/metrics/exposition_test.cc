@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "src/base/clock.h"
 
 namespace titan {
@@ -61,6 +63,17 @@ TEST(ExpositionTest, StaleGaugesAreOmitted) {
   ExpositionOptions options{ExpositionFormat::kPrometheusText, 15, kT0 + 600 * kNsPerSecond};
   RenderExposition(registry, options, &text);
   EXPECT_THAT(text, Not(HasSubstr("titan_test_utilization_ratio")));
+}
+
+TEST(ExpositionWriterTest, WritesFamiliesAsTheRegistryExpositionDoes) {
+  std::string text;
+  ExpositionWriter out(&text);
+  out.Family("titan_x_total", "counter", "Things.").Sample(3, "kind", "a \"b\"\\\n");
+  out.Family("titan_y", "gauge", "A level.").Sample(0.25).Sample(std::nan(""));
+  EXPECT_EQ(text,
+            "# HELP titan_x_total Things.\n# TYPE titan_x_total counter\n"
+            "titan_x_total{kind=\"a \\\"b\\\"\\\\\\n\"} 3\n"
+            "# HELP titan_y A level.\n# TYPE titan_y gauge\ntitan_y 0.25\ntitan_y NaN\n");
 }
 
 TEST(ExpositionTest, NegotiatesFormat) {

@@ -123,38 +123,28 @@ std::string GoodputLedger::ToTable(int64_t now_ns) const {
   return out;
 }
 
-std::string GoodputLedger::ToPrometheus(int64_t now_ns) const {
-  int64_t end = finished_ ? finish_ns_ : now_ns;
-  std::string out =
-      "# HELP titan_run_goodput_seconds Wall time of the job by category (see docs/run.md).\n"
-      "# TYPE titan_run_goodput_seconds gauge\n";
+void GoodputLedger::AppendPrometheus(int64_t now_ns, ExpositionWriter& out) const {
+  const int64_t end = finished_ ? finish_ns_ : now_ns;
+  out.Family("titan_run_goodput_seconds", "gauge",
+             "Wall time of the job by category (see docs/run.md).");
   for (int i = 0; i < kPhaseCount; ++i) {
-    out += fmt::format("titan_run_goodput_seconds{{category=\"{}\"}} {:.3f}\n",
-                       PhaseName(static_cast<Phase>(i)), Ns(static_cast<Phase>(i), end) / 1e9);
+    out.Sample(Ns(static_cast<Phase>(i), end) / 1e9, "category", PhaseName(static_cast<Phase>(i)));
   }
-  out += "# HELP titan_run_wall_seconds Wall time since titan run started.\n";
-  out += "# TYPE titan_run_wall_seconds gauge\n";
-  out += fmt::format("titan_run_wall_seconds {:.3f}\n", (end - start_ns_) / 1e9);
-  out += "# HELP titan_run_ettr Effective training time ratio: productive / wall.\n";
-  out += "# TYPE titan_run_ettr gauge\n";
-  out += fmt::format("titan_run_ettr {:.4f}\n", Ettr(end));
-  out += "# HELP titan_run_restarts Restarts of the worker group so far.\n";
-  out += "# TYPE titan_run_restarts gauge\n";
-  out += fmt::format("titan_run_restarts {}\n", restarts_);
-  out += "# HELP titan_run_last_checkpoint_step Step of the last completed checkpoint.\n";
-  out += "# TYPE titan_run_last_checkpoint_step gauge\n";
-  out += fmt::format("titan_run_last_checkpoint_step {}\n", last_checkpoint_step_);
-  out += "# HELP titan_run_last_durable_step Step of the last checkpoint copied to the mirror.\n";
-  out += "# TYPE titan_run_last_durable_step gauge\n";
-  out += fmt::format("titan_run_last_durable_step {}\n", last_durable_step_);
-  out += "# HELP titan_run_isolation_actions_total Isolation actions (--on-isolate) by result.\n";
-  out += "# TYPE titan_run_isolation_actions_total counter\n";
+  out.Family("titan_run_wall_seconds", "gauge", "Wall time since titan run started.")
+      .Sample((end - start_ns_) / 1e9);
+  out.Family("titan_run_ettr", "gauge", "Effective training time ratio: productive / wall.")
+      .Sample(Ettr(end));
+  out.Family("titan_run_restarts", "gauge", "Restarts of the worker group so far.")
+      .Sample(restarts_);
+  out.Family("titan_run_last_checkpoint_step", "gauge", "Step of the last completed checkpoint.")
+      .Sample(static_cast<double>(last_checkpoint_step_));
+  out.Family("titan_run_last_durable_step", "gauge",
+             "Step of the last checkpoint copied to the mirror.")
+      .Sample(static_cast<double>(last_durable_step_));
+  out.Family("titan_run_isolation_actions_total", "counter",
+             "Isolation actions (--on-isolate) by result.");
   const char* results[] = {"succeeded", "failed", "dry_run"};
-  for (int i = 0; i < 3; ++i) {
-    out += fmt::format("titan_run_isolation_actions_total{{result=\"{}\"}} {}\n", results[i],
-                       isolations_[i]);
-  }
-  return out;
+  for (int i = 0; i < 3; ++i) out.Sample(static_cast<double>(isolations_[i]), "result", results[i]);
 }
 
 }  // namespace titan::supervisor

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/base/goodput_category.h"
+#include "src/metrics/exposition.h"
 
 namespace titan::supervisor {
 
@@ -75,8 +76,9 @@ class GoodputLedger {
   nlohmann::json ToJson(int64_t now_ns) const;
   // A fixed-width table for humans.
   std::string ToTable(int64_t now_ns) const;
-  // Prometheus text exposition (titan_run_goodput_seconds{category=...}, titan_run_ettr, ...).
-  std::string ToPrometheus(int64_t now_ns) const;
+  // Appends the Prometheus families titan_run_goodput_seconds{category=...}, titan_run_ettr,
+  // titan_run_restarts, ... to `out`.
+  void AppendPrometheus(int64_t now_ns, ExpositionWriter& out) const;
 
  private:
   void Close(int64_t now_ns);

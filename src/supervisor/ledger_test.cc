@@ -3,8 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
+
+#include "src/metrics/text_parse.h"
 
 namespace titan::supervisor {
 namespace {
@@ -88,10 +91,19 @@ TEST(GoodputLedger, OutputsNameEveryCategory) {
   EXPECT_THAT(keys,
               ::testing::UnorderedElementsAre("productive", "checkpoint", "lost_work", "detection",
                                               "restart", "startup", "waiting", "degraded"));
-  std::string prom = l.ToPrometheus(10 * kS);
-  EXPECT_NE(prom.find("titan_run_goodput_seconds{category=\"productive\"} 10.000"),
-            std::string::npos);
-  EXPECT_NE(prom.find("titan_run_ettr 1.0000"), std::string::npos);
+  std::string prom;
+  ExpositionWriter writer(&prom);
+  l.AppendPrometheus(10 * kS, writer);
+  std::map<std::string, double> samples;
+  const TextParseStats parsed = ParsePrometheusText(prom, [&](const PrometheusSample& s) {
+    samples[std::string(s.name) + "{" + std::string(s.labels) + "}"] = s.value;
+  });
+  EXPECT_EQ(parsed.malformed_lines, 0u) << prom;
+  EXPECT_DOUBLE_EQ(samples["titan_run_goodput_seconds{category=\"productive\"}"], 10.0) << prom;
+  EXPECT_DOUBLE_EQ(samples["titan_run_ettr{}"], 1.0) << prom;
+  EXPECT_DOUBLE_EQ(samples["titan_run_restarts{}"], 1.0) << prom;
+  EXPECT_DOUBLE_EQ(samples["titan_run_isolation_actions_total{result=\"dry_run\"}"], 0.0) << prom;
+  EXPECT_NE(prom.find("# TYPE titan_run_isolation_actions_total counter\n"), std::string::npos);
   EXPECT_NE(l.ToTable(10 * kS).find("ETTR"), std::string::npos);
 }
 

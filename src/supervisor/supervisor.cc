@@ -1260,16 +1260,15 @@ class Supervisor {
     FlushSteps(now, /*force=*/false);
     if (now < next_metrics_ns_) return;
     next_metrics_ns_ = now + kNsPerSecond;
-    std::string text = ledger_.ToPrometheus(now);
-    text += "# HELP titan_run_generation Current generation of the worker group.\n";
-    text += "# TYPE titan_run_generation gauge\n";
-    text += fmt::format("titan_run_generation {}\n", current_.generation);
-    text += "# HELP titan_run_world_size World size of the current generation.\n";
-    text += "# TYPE titan_run_world_size gauge\n";
-    text += fmt::format("titan_run_world_size {}\n", current_.world_size);
-    text += "# HELP titan_run_events_dropped_total Step events dropped by a full queue.\n";
-    text += "# TYPE titan_run_events_dropped_total counter\n";
-    text += fmt::format("titan_run_events_dropped_total {}\n", queue_.dropped());
+    std::string text;
+    ExpositionWriter out(&text);
+    ledger_.AppendPrometheus(now, out);
+    out.Family("titan_run_generation", "gauge", "Current generation of the worker group.")
+        .Sample(current_.generation);
+    out.Family("titan_run_world_size", "gauge", "World size of the current generation.")
+        .Sample(current_.world_size);
+    out.Family("titan_run_events_dropped_total", "counter", "Step events dropped by a full queue.")
+        .Sample(static_cast<double>(queue_.dropped()));
     if (metrics_endpoint_) metrics_endpoint_->Set(text);
     if (!o_.metrics_file.empty()) {
       // Checked and atomic; a failure (a full disk) is one warning per streak, not one a second.
