@@ -90,6 +90,25 @@ std::string Self() {
   return p.string();
 }
 
+struct DemoFiles {
+  std::string example;     // the training script
+  std::string pythonpath;  // the directory holding the `titan` Python package
+};
+
+// An installed titan (PREFIX/bin/titan) finds its files under PREFIX; one run from a build tree
+// finds them in the source and build trees it was built from.
+DemoFiles LocateDemoFiles(const std::string& self) {
+  const std::filesystem::path prefix = std::filesystem::path(self).parent_path().parent_path();
+  const std::filesystem::path installed =
+      prefix / TITAN_INSTALL_DATADIR / "examples" / "train_tiny_lm.py";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(installed, ec)) {
+    return {installed.string(), (prefix / TITAN_INSTALL_PYTHONDIR).string()};
+  }
+  return {std::string(TITAN_SOURCE_DIR) + "/examples/train_tiny_lm.py",
+          std::string(TITAN_BINARY_DIR) + "/python"};
+}
+
 std::vector<json> ReadEvents(const std::string& path) {
   std::vector<json> out;
   std::ifstream in(path);
@@ -246,20 +265,20 @@ int DemoCommand(int argc, char** argv) {
       "titan demo"};
   std::string out_dir = fmt::format("/tmp/titan-demo-{}", ::getpid());
   std::string python = "/usr/bin/python3";
-  std::string example = std::string(TITAN_SOURCE_DIR) + "/examples/train_tiny_lm.py";
-  std::string pythonpath = std::string(TITAN_BINARY_DIR) + "/python";
+  const std::string self = Self();
+  DemoFiles files = LocateDemoFiles(self);
   std::string etcd_bin = "/usr/bin/etcd";
   int steps = 160;
   bool with_agent = false;
   app.add_option("--out-dir", out_dir, "where logs, ledgers and the trace go");
   app.add_option("--python", python, "interpreter with PyTorch");
-  app.add_option("--example", example, "the training script");
-  app.add_option("--pythonpath", pythonpath, "where the titan Python module is built");
+  app.add_option("--example", files.example, "the training script");
+  app.add_option("--pythonpath", files.pythonpath, "where the titan Python package is");
   app.add_option("--etcd-binary", etcd_bin, "etcd server binary (absent: single-node mode)");
   app.add_option("--steps", steps, "training steps")->check(CLI::Range(60, 100000));
   app.add_flag("--with-agent", with_agent, "also start `titan agent` and send it the step events");
   if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
-  for (const std::string& f : {python, example}) {
+  for (const std::string& f : {python, files.example}) {
     if (::access(f.c_str(), R_OK) != 0) {
       std::fprintf(stderr, "titan demo: %s not found (see --python / --example)\n", f.c_str());
       return 1;
@@ -272,15 +291,14 @@ int DemoCommand(int argc, char** argv) {
                  ec.message().c_str());
     return 1;
   }
-  const std::string self = Self();
-  const std::vector<std::string> env = {"PYTHONPATH=" + pythonpath};
+  const std::vector<std::string> env = {"PYTHONPATH=" + files.pythonpath};
   const int64_t t0 = MonoNowNs();
   auto elapsed = [&] { return NsToSeconds(MonoNowNs() - t0); };
   const std::string train_args_steps = std::to_string(steps);
   auto train = [&](const std::string& out) {
     return std::vector<std::string>{
-        "--",    python, example, "--steps", train_args_steps, "--ckpt-every", "20",
-        "--dim", "48",   "--out", out};
+        "--",    python, files.example, "--steps", train_args_steps, "--ckpt-every", "20",
+        "--dim", "48",   "--out",       out};
   };
   std::printf(
       "titan demo: PyTorch DDP (gloo, CPU) training a tiny transformer LM, %d steps, 4 workers\n",
