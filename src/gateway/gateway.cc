@@ -150,7 +150,6 @@ struct UpstreamCall : http::ResponseObserver {
     headers = h;
     head = true;
     head_ns = now_ns;
-    wake.Notify();
   }
   bool OnBody(std::string_view data, int64_t now_ns) override {
     if (client_gone) return false;
@@ -162,9 +161,10 @@ struct UpstreamCall : http::ResponseObserver {
       return false;
     }
     pending.append(data);
-    wake.Notify();
     return true;
   }
+  // The relay wakes when the reader has drained what arrived (and when the call ends).
+  void OnWaiting() override { wake.Notify(); }
 };
 
 awaitable<void> SendUpstream(std::shared_ptr<UpstreamCall> x, int64_t deadline_ns) {
@@ -175,6 +175,12 @@ awaitable<void> SendUpstream(std::shared_ptr<UpstreamCall> x, int64_t deadline_n
 }
 
 bool RetryableStatus(int status) { return status >= 500 || status == 429; }
+
+// The upstream answer is complete and nothing will follow it on the client's stream (no
+// "upstream failed" event): the relay may end the stream with its last bytes.
+bool EndsCleanly(const UpstreamCall& x) {
+  return x.done && x.result.ok() && !x.overflow && !RetryableStatus(x.status);
+}
 
 std::string BearerKey(std::string_view authorization) {
   if (authorization.size() > 7 && http::EqualsIgnoreCase(authorization.substr(0, 7), "bearer ")) {
@@ -512,16 +518,22 @@ struct Gateway::Impl {
             std::string_view type = http::FindHeader(x->headers, "Content-Type");
             http::Headers extra = {{"X-Request-Id", id}, {"X-Titan-Replica", r.name}};
             const std::string content_type(type.empty() ? "text/event-stream" : type);
-            if (!co_await client->BeginStream(x->status, content_type, extra)) {
+            // The head leaves with whatever body arrived beside it (one write, not two).
+            const std::string first = std::move(x->pending);
+            x->pending.clear();
+            if (!co_await client->BeginStream(x->status, content_type, extra, first,
+                                              EndsCleanly(*x))) {
               x->client_gone = true;
               x->connection->Close();
             }
+            continue;
           }
         }
         if (forwarding && !x->client_gone && !x->pending.empty()) {
           std::string chunk = std::move(x->pending);
           x->pending.clear();
-          if (!co_await client->Write(chunk)) {
+          // The answer's last bytes and the stream's end leave in one write.
+          if (!co_await client->Write(chunk, EndsCleanly(*x))) {
             x->client_gone = true;
             x->connection->Close();
           }
@@ -562,7 +574,7 @@ struct Gateway::Impl {
     }
     // The stream broke after bytes went to the client: end it with an error event.
     if (!answer.client_gone && answer.upstream_failed && !answer.retry && client &&
-        client->responded()) {
+        client->streaming()) {
       std::string event =
           fmt::format("data: {}\n\n",
                       http::JsonError(fmt::format("upstream failed mid-stream: {}", answer.error),

@@ -28,6 +28,9 @@ using asio::ip::tcp;
 namespace {
 constexpr size_t kReadPiece = 4 << 10;  // per connection: bounds memory per stream
 constexpr uint32_t kMaxResponseHead = 64 << 10;
+// Bytes the body parser may hold unparsed (a chunk header and its extensions): a peer that
+// sends more without completing one is malformed, not a reason to grow the buffer.
+constexpr size_t kMaxBodyElement = 64 << 10;
 
 ClientError Classify(const beast::error_code& ec) {
   if (ec == beast::error::timeout) return ClientError::kTimeout;
@@ -126,7 +129,11 @@ std::string_view ClientErrorName(ClientError error) {
 }
 
 struct ClientConnection::State {
-  explicit State(asio::any_io_executor executor) : stream(std::move(executor)) {}
+  explicit State(asio::any_io_executor executor) : stream(std::move(executor)) {
+    // Beast reads up to the buffer's free capacity (512 bytes when it starts empty): one
+    // recvmsg then brings a whole answer or /metrics page, not 512 bytes of it.
+    buffer.reserve(kReadPiece);
+  }
   beast::tcp_stream stream;
   beast::flat_buffer buffer;
   bool open = false;
@@ -210,17 +217,41 @@ asio::awaitable<ClientResult> ClientConnection::Send(const OutgoingRequest& requ
   }
   observer.OnHead(result.status, headers, MonoNowNs());
   const bool keep_alive = head.keep_alive();
+  // The body: parse what is buffered without I/O, hand each piece to the observer, and read
+  // from the socket only when the buffer holds nothing more to parse; OnWaiting() marks that
+  // moment, so a relay can send what one read brought as one write.
+  parser.eager(true);
   while (!parser.is_done()) {
     parser.get().body().data = s.piece;
     parser.get().body().size = sizeof s.piece;
-    auto [ec, n] = co_await bhttp::async_read_some(s.stream, s.buffer, parser, kNoThrow);
-    size_t got = sizeof s.piece - parser.get().body().size;
+    beast::error_code ec;
+    const size_t used = s.buffer.size() > 0 ? parser.put(s.buffer.data(), ec) : 0;
+    s.buffer.consume(used);
+    const size_t got = sizeof s.piece - parser.get().body().size;
     if (got > 0 && !observer.OnBody(std::string_view(s.piece, got), MonoNowNs())) {
       co_return fail(ClientError::kAborted, "aborted by the reader");
     }
-    if (ec == bhttp::error::need_buffer) continue;
-    if (ec) {
-      co_return fail(Classify(ec), fmt::format("reading the response body: {}", ec.message()));
+    if (ec && ec != bhttp::error::need_more && ec != bhttp::error::need_buffer) {
+      co_return fail(ClientError::kMalformed,
+                     fmt::format("reading the response body: {}", ec.message()));
+    }
+    if (parser.is_done() || used > 0 || got > 0) continue;
+    if (s.buffer.size() >= kMaxBodyElement) {
+      co_return fail(ClientError::kMalformed,
+                     fmt::format("reading the response body: an element (a chunk header) over "
+                                 "{} bytes",
+                                 kMaxBodyElement));
+    }
+    observer.OnWaiting();
+    auto [read_ec, n] = co_await s.stream.async_read_some(s.buffer.prepare(kReadPiece), kNoThrow);
+    s.buffer.commit(n);
+    if (read_ec == asio::error::eof) {
+      parser.put_eof(ec);  // ends a body delimited by the close; else partial_message
+      if (ec)
+        co_return fail(Classify(ec), fmt::format("reading the response body: {}", ec.message()));
+    } else if (read_ec) {
+      co_return fail(Classify(read_ec),
+                     fmt::format("reading the response body: {}", read_ec.message()));
     }
   }
   if (!keep_alive) Close();

@@ -63,6 +63,10 @@ class ResponseObserver {
   // A piece of the body arrived. Return false to abort the exchange (kAborted; the connection
   // is closed).
   virtual bool OnBody(std::string_view data, int64_t now_ns) = 0;
+  // The client is about to wait on the socket for more of the body: every byte received so
+  // far has been delivered through OnHead/OnBody. A relay flushes here, so that what one read
+  // brought (a head with its first events, several events) leaves in one write.
+  virtual void OnWaiting() {}
 };
 
 struct OutgoingRequest {

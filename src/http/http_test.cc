@@ -5,6 +5,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <boost/asio/as_tuple.hpp>
@@ -28,12 +29,14 @@ struct Collect : ResponseObserver {
   int status = 0;
   std::string body;
   int pieces = 0;
+  std::vector<std::string> body_when_waiting;  // `body` at each OnWaiting()
   void OnHead(int s, const Headers&, int64_t) override { status = s; }
   bool OnBody(std::string_view data, int64_t) override {
     body.append(data);
     ++pieces;
     return true;
   }
+  void OnWaiting() override { body_when_waiting.push_back(body); }
 };
 
 asio::awaitable<void> TestHandler(Exchange& ex) {
@@ -49,6 +52,11 @@ asio::awaitable<void> TestHandler(Exchange& ex) {
       if (!co_await ex.Write(event)) co_return;
     }
     co_await ex.EndStream();
+  } else if (r.path() == "/whole-stream") {
+    co_await ex.BeginStream(200, "text/event-stream", {}, "data: all\n\n", /*end=*/true);
+  } else if (r.path() == "/head-with-first") {
+    co_await ex.BeginStream(200, "text/event-stream", {}, "data: 1\n\n");
+    co_await ex.Write("data: 2\n\n", /*end=*/true);
   } else if (r.path() == "/hang") {
     asio::steady_timer t(ex.executor(), std::chrono::seconds(30));
     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -116,6 +124,69 @@ TEST(HttpTest, StreamedChunksArriveAsTheyAreWritten) {
   EXPECT_EQ(got.status, 200);
   EXPECT_EQ(got.body, "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\n");
   EXPECT_EQ(got.pieces, 5);  // 5 ms apart: each chunk is its own read, none buffered
+}
+
+TEST(HttpTest, AStreamKnownAtOnceLeavesInOneWriteAndKeepsTheConnection) {
+  auto server = StartServer();
+  auto bodies = RunClient([&](asio::any_io_executor ex) -> asio::awaitable<std::string> {
+    ClientConnection c(ex);
+    co_await c.Connect(Local(server->port()), kNsPerSecond);
+    std::string all;
+    for (const char* path : {"/whole-stream", "/head-with-first", "/whole-stream"}) {
+      Collect got;
+      OutgoingRequest req{"GET", path, "x", {}, ""};
+      ClientResult r = co_await c.Send(req, got, In(2000));
+      EXPECT_TRUE(r.ok()) << path << ": " << r.message;
+      EXPECT_EQ(got.status, 200);
+      EXPECT_TRUE(c.is_open()) << path;  // the chunked framing ended cleanly: reusable
+      all += got.body + ";";
+    }
+    co_return all;
+  });
+  EXPECT_EQ(bodies, "data: all\n\n;data: 1\n\ndata: 2\n\n;data: all\n\n;");
+  EXPECT_EQ(server->stats().connections_accepted, 1u);
+  // Head, chunk and last chunk in one write; then head + first chunk, and chunk + last chunk.
+  EXPECT_EQ(server->stats().writes, 1u + 2u + 1u);
+}
+
+TEST(HttpTest, OnWaitingFollowsEachReadsWholeContent) {
+  // A raw server: the head and two chunks in one write, then, 100 ms later, a chunk and the
+  // last chunk. The client hands over both first chunks before it waits on the socket.
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  std::thread peer([listener] {
+    int fd = accept(listener, nullptr, nullptr);
+    char request[4096];
+    ssize_t got = read(fd, request, sizeof request);
+    (void)got;
+    const std::string first =
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "3\r\nAB;\r\n3\r\nCD;\r\n";
+    const std::string second = "3\r\nEF;\r\n0\r\n\r\n";
+    EXPECT_EQ(write(fd, first.data(), first.size()), static_cast<ssize_t>(first.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(write(fd, second.data(), second.size()), static_cast<ssize_t>(second.size()));
+    close(fd);
+  });
+  Collect got = RunClient([&](asio::any_io_executor ex) -> asio::awaitable<Collect> {
+    ClientConnection c(ex);
+    co_await c.Connect(Local(ntohs(addr.sin_port)), kNsPerSecond);
+    Collect got;
+    OutgoingRequest req{"GET", "/", "x", {}, ""};
+    ClientResult r = co_await c.Send(req, got, In(5000));
+    EXPECT_TRUE(r.ok()) << r.message;
+    co_return got;
+  });
+  peer.join();
+  close(listener);
+  EXPECT_EQ(got.body, "AB;CD;EF;");
+  EXPECT_EQ(got.body_when_waiting, std::vector<std::string>{"AB;CD;"});
 }
 
 TEST(HttpTest, LimitsAnswerWithTheRightStatus) {

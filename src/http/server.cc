@@ -1,5 +1,6 @@
 #include "src/http/server.h"
 
+#include <array>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -50,7 +51,7 @@ struct Server::Impl {
   size_t next_loop = 0;
   bool stopped = false;
 
-  std::atomic<uint64_t> accepted{0}, open{0}, refused{0}, requests{0}, bad_requests{0};
+  std::atomic<uint64_t> accepted{0}, open{0}, refused{0}, requests{0}, bad_requests{0}, writes{0};
 
   asio::awaitable<void> AcceptLoop();
 };
@@ -69,20 +70,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   template <typename Message>
   asio::awaitable<bool> WriteMessage(Message& message) {
+    server_->writes.fetch_add(1, std::memory_order_relaxed);
     stream_.expires_after(std::chrono::nanoseconds(server_->options.write_timeout_ns));
     auto [ec, n] = co_await bhttp::async_write(stream_, message, kNoThrow);
     co_return !ec;
   }
   template <typename Buffers>
   asio::awaitable<bool> WriteBuffers(const Buffers& buffers) {
+    server_->writes.fetch_add(1, std::memory_order_relaxed);
     stream_.expires_after(std::chrono::nanoseconds(server_->options.write_timeout_ns));
     auto [ec, n] = co_await asio::async_write(stream_, buffers, kNoThrow);
-    co_return !ec;
-  }
-  asio::awaitable<bool> WriteStreamHead(bhttp::response<bhttp::empty_body>& head) {
-    bhttp::response_serializer<bhttp::empty_body> serializer(head);
-    stream_.expires_after(std::chrono::nanoseconds(server_->options.write_timeout_ns));
-    auto [ec, n] = co_await bhttp::async_write_header(stream_, serializer, kNoThrow);
     co_return !ec;
   }
 
@@ -190,7 +187,7 @@ asio::awaitable<bool> Exchange::Respond(int status, std::string_view content_typ
 }
 
 asio::awaitable<bool> Exchange::BeginStream(int status, std::string_view content_type,
-                                            const Headers& extra) {
+                                            const Headers& extra, std::string_view data, bool end) {
   TITAN_CHECK(state_ == State::kNone) << "BeginStream after a response";
   state_ = State::kStreaming;
   bhttp::response<bhttp::empty_body> head{static_cast<bhttp::status>(status), 11};
@@ -200,27 +197,39 @@ asio::awaitable<bool> Exchange::BeginStream(int status, std::string_view content
   for (const Header& h : extra) head.set(h.name, h.value);
   head.keep_alive(keep_alive_);
   head.chunked(true);
-  bool ok = co_await connection_->WriteStreamHead(head);
-  if (!ok) client_gone_ = true;
-  co_return ok;
+  // The head's bytes, as Beast's serializer writes them.
+  std::string head_bytes;
+  bhttp::response_serializer<bhttp::empty_body> serializer(head);
+  serializer.split(true);
+  beast::error_code ec;
+  while (!ec && !serializer.is_header_done()) {
+    serializer.next(ec, [&](beast::error_code&, const auto& buffers) {
+      for (const auto buffer : beast::buffers_range_ref(buffers)) {
+        head_bytes.append(static_cast<const char*>(buffer.data()), buffer.size());
+      }
+      serializer.consume(beast::buffer_bytes(buffers));
+    });
+  }
+  TITAN_CHECK(!ec) << "serializing a response head: " << ec.message();
+  co_return co_await SendPieces(head_bytes, data, end);
 }
 
-asio::awaitable<bool> Exchange::Write(std::string_view data) {
+asio::awaitable<bool> Exchange::Write(std::string_view data, bool end) {
   TITAN_CHECK(state_ == State::kStreaming) << "Write outside a stream";
-  if (client_gone_) co_return false;
-  if (data.empty()) co_return true;                     // an empty chunk would end the stream
-  auto chunk = bhttp::make_chunk(asio::buffer(data));   // named: GCC 12 mishandles temporaries
-  bool ok = co_await connection_->WriteBuffers(chunk);  // in co_await expressions
-  if (!ok) client_gone_ = true;
-  co_return ok;
+  co_return co_await SendPieces({}, data, end);
 }
 
-asio::awaitable<bool> Exchange::EndStream() {
-  TITAN_CHECK(state_ == State::kStreaming) << "EndStream outside a stream";
-  state_ = State::kDone;
+asio::awaitable<bool> Exchange::SendPieces(std::string_view head, std::string_view data, bool end) {
+  if (end) state_ = State::kDone;
   if (client_gone_) co_return false;
-  auto last = bhttp::make_chunk_last();
-  bool ok = co_await connection_->WriteBuffers(last);
+  // An empty chunk would end the stream: empty data sends no chunk.
+  const std::string size_line = data.empty() ? std::string() : fmt::format("{:x}\r\n", data.size());
+  const std::array<asio::const_buffer, 5> pieces = {
+      asio::buffer(head), asio::buffer(size_line), asio::buffer(data),
+      asio::buffer(data.empty() ? std::string_view() : std::string_view("\r\n")),
+      asio::buffer(end ? std::string_view("0\r\n\r\n") : std::string_view())};
+  if (asio::buffer_size(pieces) == 0) co_return true;
+  const bool ok = co_await connection_->WriteBuffers(pieces);
   if (!ok) client_gone_ = true;
   co_return ok;
 }
@@ -338,6 +347,7 @@ ServerStats Server::stats() const {
   s.connections_refused = impl_->refused.load();
   s.requests = impl_->requests.load();
   s.bad_requests = impl_->bad_requests.load();
+  s.writes = impl_->writes.load();
   return s;
 }
 

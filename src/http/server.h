@@ -51,6 +51,7 @@ struct ServerStats {
   uint64_t connections_refused = 0;  // over max_connections
   uint64_t requests = 0;
   uint64_t bad_requests = 0;  // malformed, too large, timed out mid-request
+  uint64_t writes = 0;        // response writes (each one gathered write to a socket)
 };
 
 class Connection;
@@ -66,14 +67,20 @@ class Exchange {
   // Sends a whole response. Returns false when the client is gone.
   boost::asio::awaitable<bool> Respond(int status, std::string_view content_type, std::string body,
                                        const Headers& extra = {});
-  // Sends the head of a chunked response.
+  // Sends the head of a chunked response; with `data`, also its first chunk, and with `end`
+  // the last chunk too: what is known at once leaves in one write (one sendmsg), as nginx
+  // sends an upstream's head with the body bytes that arrived beside it.
   boost::asio::awaitable<bool> BeginStream(int status, std::string_view content_type,
-                                           const Headers& extra = {});
-  // Sends one chunk now. False when the client is gone (then stop producing).
-  boost::asio::awaitable<bool> Write(std::string_view data);
+                                           const Headers& extra = {}, std::string_view data = {},
+                                           bool end = false);
+  // Sends one chunk now (none when `data` is empty); with `end`, the last chunk in the same
+  // write, which ends the stream. False when the client is gone (then stop producing).
+  boost::asio::awaitable<bool> Write(std::string_view data, bool end = false);
   // Sends the last chunk; the connection may then serve the next request.
-  boost::asio::awaitable<bool> EndStream();
+  boost::asio::awaitable<bool> EndStream() { return Write({}, true); }
 
+  // True between BeginStream and the end of the stream.
+  bool streaming() const { return state_ == State::kStreaming; }
   bool responded() const { return state_ != State::kNone; }
   // True once a write failed (client disconnected or stopped reading).
   bool client_gone() const { return client_gone_; }
@@ -89,6 +96,8 @@ class Exchange {
   Connection* connection_;
   Request request_;
   int64_t received_ns_;
+  // Sends head (may be empty), then `data` as a chunk, then the last chunk when `end`.
+  boost::asio::awaitable<bool> SendPieces(std::string_view head, std::string_view data, bool end);
   bool keep_alive_;
   State state_ = State::kNone;
   bool client_gone_ = false;
