@@ -102,6 +102,12 @@ struct ImportStats {
   uint64_t unknown_category = 0;  // 'X' events whose cat titan does not know
   uint64_t negative_durations = 0;
   uint64_t missing_fields = 0;  // 'X' events without ts (dropped) or name
+  // Events of any phase skipped as malformed, by the first of these fields that is: "ph" not a
+  // string; "ts" or "dur" not a number of microseconds (a string, null, beyond int64 ns, ...).
+  uint64_t malformed_ph = 0;
+  uint64_t malformed_ts = 0;
+  uint64_t malformed_dur = 0;
+  uint64_t malformed() const { return malformed_ph + malformed_ts + malformed_dur; }
 };
 
 enum class TraceFormat : uint8_t { kKineto, kLegacyAutograd };

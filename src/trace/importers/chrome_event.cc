@@ -1,53 +1,11 @@
 #include "src/trace/importers/chrome_event.h"
 
-#include "src/trace/importers/event_args.h"
+#include <cmath>
+#include <string>
+
 #include "src/trace/importers/event_batch.h"
 
-#include <cmath>
-#include <functional>
-
-#include <fmt/format.h>
-
 namespace titan::trace {
-namespace {
-
-using simdjson::dom::element;
-using simdjson::dom::object;
-
-// int32 from a JSON int or string (pid/tid can be either).
-int32_t IdOf(element v) {
-  int64_t i;
-  if (!v.get_int64().get(i)) return static_cast<int32_t>(i);
-  std::string_view s;
-  if (!v.get_string().get(s)) {
-    return static_cast<int32_t>(std::hash<std::string_view>()(s) & 0x7fffffff);
-  }
-  return 0;
-}
-
-// A number of microseconds in nanoseconds; `is_float` when written with a fraction/exponent.
-bool NumberToNanos(element v, int64_t* ns, bool* is_float) {
-  switch (v.type()) {
-    case simdjson::dom::element_type::INT64: {
-      int64_t i = v.get_int64().value_unsafe();
-      *is_float = false;
-      return !__builtin_mul_overflow(i, int64_t{1000}, ns);
-    }
-    case simdjson::dom::element_type::DOUBLE:
-      *is_float = true;
-      return MicrosToNanos(v.get_double().value_unsafe(), ns);
-    default:
-      return false;  // not a number, or beyond int64 microseconds
-  }
-}
-
-void ParseArgs(object args, RankTrace* out, Op* op) {
-  internal::ArgsState state;
-  for (auto [key, v] : args) internal::ApplyArg(key, v, out, op, &state);
-  internal::FinishArgs(state, out, op);
-}
-
-}  // namespace
 
 bool MicrosToNanos(double micros, int64_t* out_ns) {
   if (!std::isfinite(micros) || std::fabs(micros) > 9.2e15) return false;
@@ -65,69 +23,9 @@ bool MicrosToNanos(double micros, int64_t* out_ns) {
   return true;
 }
 
-Status ParseChromeEvent(object event, const EventParseOptions& options, const OffsetMap& offsets,
-                        RankTrace* out) {
-  out->stats.events++;
-  Op op;
-  op.kind = options.default_kind;
-  internal::EventFields f;
-  for (auto [key, v] : event) {
-    if (key == "args") {
-      object args;
-      if (!v.get_object().get(args)) ParseArgs(args, out, &op);
-      continue;
-    }
-    if (key.size() > 4) continue;
-    if (key == "ph") {
-      std::string_view s;
-      if (v.get_string().get(s)) {
-        return InvalidArgumentError(
-            fmt::format("malformed trace event at byte {}: \"ph\" is not a string", offsets.begin));
-      }
-      f.ph = s.empty() ? '?' : s[0];
-    } else if (key == "cat") {
-      std::string_view s;
-      if (v.get_string().get(s)) continue;  // a non-string cat is treated as unknown
-      op.kind = internal::KindFromCategory(s);
-      f.has_cat = true;
-      f.cat_is_trace = s == "Trace";
-    } else if (key == "name") {
-      if (v.get_string().get(f.name)) {
-        f.name = {};
-        continue;
-      }
-      op.name = out->strings.Intern(f.name);
-      f.name = out->strings.Get(op.name);
-      f.has_name = true;
-    } else if (key == "ts" || key == "dur") {
-      int64_t ns;
-      bool is_float = false;
-      if (!NumberToNanos(v, &ns, &is_float)) {
-        return InvalidArgumentError(
-            fmt::format("malformed trace event at byte {}: \"{}\" is not a number of microseconds",
-                        offsets.begin, key));
-      }
-      if (key == "ts") {
-        op.ts_ns = ns;
-        op.ts_is_float = is_float;
-        f.has_ts = true;
-      } else {
-        op.dur_ns = ns;
-        f.has_dur = true;
-        f.dur_is_float = is_float;
-      }
-    } else if (key == "tid") {
-      op.tid = IdOf(v);
-    }
-  }
-  internal::FinishEvent(f, options, op, out);
-  return OkStatus();
-}
-
 namespace internal {
 
 StringId InternString(RankTrace* out, std::string_view s) { return out->strings.Intern(s); }
-std::string_view NameOf(const RankTrace* out, StringId id) { return out->strings.Get(id); }
 int32_t AddCollective(RankTrace* out, const CollectiveArgs& args) {
   out->collectives.push_back(args);
   return static_cast<int32_t>(out->collectives.size() - 1);
@@ -170,7 +68,29 @@ EventKind KindFromCategory(std::string_view cat) {
   return EventKind::kOther;
 }
 
-void FinishEvent(const EventFields& f, const EventParseOptions& options, Op op, RankTrace* out) {
+std::string_view MalformedFieldText(uint8_t field) {
+  switch (field) {
+    case kMalformedPh:
+      return "a \"ph\" that is not a string";
+    case kMalformedTs:
+      return "a \"ts\" that is not a number of microseconds";
+    default:
+      return "a \"dur\" that is not a number of microseconds";
+  }
+}
+
+bool FinishEvent(const EventFields& f, const EventParseOptions& options, Op op, RankTrace* out) {
+  if (f.malformed != 0) {
+    if (f.malformed & kMalformedPh) {
+      out->stats.malformed_ph++;
+    } else if (f.malformed & kMalformedTs) {
+      out->stats.malformed_ts++;
+    } else {
+      out->stats.malformed_dur++;
+    }
+    if (op.collective >= 0) out->collectives.pop_back();  // its args came before the bad field
+    return false;
+  }
   // The dtypes pandas gives HTA's ts and dur columns (over every event, whatever its phase).
   if (!f.has_ts || op.ts_is_float) out->hta_float_ts = true;
   if (!f.has_ts) out->hta_ts_missing = true;
@@ -183,21 +103,21 @@ void FinishEvent(const EventFields& f, const EventParseOptions& options, Op op, 
     case 'f':
     case 't':
       out->stats.flow_events++;
-      return;
+      return true;
     case 'M':
       out->stats.metadata_events++;
-      return;
+      return true;
     default:
       out->stats.other_phase_events++;
-      return;
+      return true;
   }
   if (!f.has_ts || !f.has_dur) {
     out->stats.missing_fields++;
-    return;
+    return true;
   }
   if (!f.has_name) out->stats.missing_fields++;
   if (!f.has_cat && options.default_kind != EventKind::kOther &&
-      f.name.starts_with("ProfilerStep")) {
+      out->strings.Get(op.name).starts_with("ProfilerStep")) {
     op.kind = EventKind::kUserAnnotation;
   }
   op.hta_dropped = !f.has_cat || f.cat_is_trace;
@@ -206,6 +126,7 @@ void FinishEvent(const EventFields& f, const EventParseOptions& options, Op op, 
   out->stats.complete_events++;
   if (out->ops.empty() && out->stats.events == 1) out->first_op_is_first_event = true;
   out->ops.push_back(op);
+  return true;
 }
 
 bool ParseMicrosToken(std::string_view t, int64_t* out_ns, bool* is_float) {

@@ -3,8 +3,39 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "src/trace/importers/event_args.h"
+#include "src/trace/importers/event_fields.h"
+
 namespace titan::trace {
 namespace {
+
+// The DOM side of event_fields.h: the whole batch was validated when it was parsed.
+struct DomJson {
+  using Value = simdjson::dom::element;
+  // A number of microseconds in nanoseconds; `is_float` when written with a fraction/exponent.
+  static bool Micros(Value v, int64_t* ns, bool* is_float) {
+    switch (v.type()) {
+      case simdjson::dom::element_type::INT64: {
+        int64_t i = v.get_int64().value_unsafe();
+        *is_float = false;
+        return !__builtin_mul_overflow(i, int64_t{1000}, ns);
+      }
+      case simdjson::dom::element_type::DOUBLE:
+        *is_float = true;
+        return MicrosToNanos(v.get_double().value_unsafe(), ns);
+      default:
+        return false;  // not a number, or beyond int64 microseconds
+    }
+  }
+  static bool IsValid(Value) { return true; }
+  static void Args(Value v, RankTrace* out, Op* op) {
+    simdjson::dom::object args;
+    if (v.get_object().get(args)) return;
+    internal::ArgsState state;
+    for (auto [key, value] : args) internal::ApplyArg(key, value, out, op, &state);
+    internal::FinishArgs(state, out, op);
+  }
+};
 
 bool CpuHasAvx2() {
 #if defined(TITAN_TRACE_ONDEMAND_AVX2) && (defined(__x86_64__) || defined(__i386__))
@@ -23,19 +54,23 @@ const bool kUseOnDemand = CpuHasAvx2();
 const char* EventBatchParserName() { return kUseOnDemand ? "ondemand-avx2" : "dom"; }
 
 Status ParseEventBatch(const char* json, size_t len, size_t capacity,
-                       const EventParseOptions& options, int64_t doc_offset, RankTrace* out) {
+                       const EventParseOptions& options, int64_t doc_offset, RankTrace* out,
+                       FirstMalformedEvent* first_malformed) {
 #ifdef TITAN_TRACE_ONDEMAND_AVX2
   if (kUseOnDemand) {
-    return internal::ParseEventBatchOnDemand(json, len, capacity, options, doc_offset, out);
+    return internal::ParseEventBatchOnDemand(json, len, capacity, options, doc_offset, out,
+                                             first_malformed);
   }
 #endif
-  return internal::ParseEventBatchDom(json, len, capacity, options, doc_offset, out);
+  return internal::ParseEventBatchDom(json, len, capacity, options, doc_offset, out,
+                                      first_malformed);
 }
 
 namespace internal {
 
 Status ParseEventBatchDom(const char* json, size_t len, size_t capacity,
-                          const EventParseOptions& options, int64_t doc_offset, RankTrace* out) {
+                          const EventParseOptions& options, int64_t doc_offset, RankTrace* out,
+                          FirstMalformedEvent* first_malformed) {
   thread_local simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (auto error = parser.parse(json, len, false).get(root)) {
@@ -44,15 +79,52 @@ Status ParseEventBatchDom(const char* json, size_t len, size_t capacity,
   }
   simdjson::dom::array events;
   if (root.get_array().get(events)) return InvalidArgumentError("batch is not an array");
+  size_t index = 0;
   for (simdjson::dom::element element : events) {
     simdjson::dom::object event;
     if (element.get_object().get(event)) {
       return InvalidArgumentError(fmt::format(
           "a trace event after byte {} is not a JSON object; not a profiler trace", doc_offset));
     }
-    TITAN_RETURN_IF_ERROR(ParseChromeEvent(event, options, OffsetMap{doc_offset}, out));
+    out->stats.events++;
+    Op op;
+    op.kind = options.default_kind;
+    EventFields f;
+    for (auto [key, v] : event) ApplyEventField<DomJson>(key, v, out, &op, &f);
+    if (!FinishEvent(f, options, op, out)) {
+      NoteMalformedEvent(json, len, doc_offset, index, f.malformed, first_malformed);
+    }
+    ++index;
   }
   return OkStatus();
+}
+
+void NoteMalformedEvent(const char* json, size_t len, int64_t doc_offset, size_t index,
+                        uint8_t malformed, FirstMalformedEvent* first) {
+  if (first == nullptr || first->offset >= 0) return;
+  // The index-th element of "[{...}, {...}, ...]": a scan that skips strings.
+  size_t at = 0, seen = 0;
+  int depth = 0;
+  for (size_t i = 0; i < len; ++i) {
+    char c = json[i];
+    if (c == '"') {
+      for (++i; i < len && json[i] != '"'; ++i) {
+        if (json[i] == '\\') ++i;
+      }
+    } else if (c == '{' || c == '[') {
+      if (depth == 1 && seen++ == index) {
+        at = i;
+        break;
+      }
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  first->offset = doc_offset + static_cast<int64_t>(at);
+  first->field = malformed & kMalformedPh   ? kMalformedPh
+                 : malformed & kMalformedTs ? kMalformedTs
+                                            : kMalformedDur;
 }
 
 }  // namespace internal

@@ -8,6 +8,7 @@
 
 #include "src/trace/importers/event_args.h"
 #include "src/trace/importers/event_batch.h"
+#include "src/trace/importers/event_fields.h"
 
 namespace titan::trace::internal {
 namespace {
@@ -32,40 +33,74 @@ inline std::string_view TrimToken(std::string_view t) {
   return t;
 }
 
-inline int32_t IdOf(value v) {
-  int64_t i;
-  if (!v.get_int64().get(i)) return static_cast<int32_t>(i);
-  std::string_view s;
-  if (!v.get_string().get(s)) {
-    uint32_t h = 2166136261u;  // FNV-1a
-    for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
-    return static_cast<int32_t>(h & 0x7fffffff);
-  }
-  return 0;
-}
-
 Status Malformed(int64_t doc_offset, const char* what, simdjson::error_code error) {
   return InvalidArgumentError(std::string("malformed JSON in trace events after byte ") +
                               std::to_string(doc_offset) + " (" + what + ": " +
                               simdjson::error_message(error) + ")");
 }
 
-void ParseArgs(object args, RankTrace* out, Op* op) {
-  ArgsState state;
-  for (auto field : args) {
-    simdjson::ondemand::raw_json_string raw_key;
-    if (field.key().get(raw_key)) break;
-    value v = field.value();
-    ApplyArg(KeyOf(raw_key), v, out, op, &state);
+// The On-Demand side of event_fields.h. Values are not validated until read, so a failed read
+// checks whether the value is JSON as the DOM parser reads it: both parsers then agree on what
+// is skipped (a value of the wrong type) and what fails the batch (NaN, 1e400, 2^64, @).
+struct OnDemandJson {
+  using Value = value;
+  static bool Micros(Value v, int64_t* ns, bool* is_float) {
+    return ParseMicrosToken(TrimToken(v.raw_json_token()), ns, is_float);
   }
-  FinishArgs(state, out, op);
-}
+  [[gnu::noinline, gnu::cold]] static bool IsValid(Value v) {
+    simdjson::ondemand::json_type type;
+    if (v.type().get(type)) return false;
+    switch (type) {
+      case simdjson::ondemand::json_type::number: {
+        simdjson::ondemand::number_type number_type;
+        if (v.get_number_type().get(number_type)) return false;
+        double d;
+        int64_t i;
+        uint64_t u;
+        switch (number_type) {
+          case simdjson::ondemand::number_type::floating_point_number:
+            return !v.get_double().get(d);  // not 1e400
+          case simdjson::ondemand::number_type::signed_integer:
+            return !v.get_int64().get(i);
+          default:
+            return !v.get_uint64().get(u);  // not beyond 2^64
+        }
+      }
+      case simdjson::ondemand::json_type::string: {
+        std::string_view s;
+        return !v.get_string().get(s);
+      }
+      case simdjson::ondemand::json_type::boolean: {
+        bool b;
+        return !v.get_bool().get(b);
+      }
+      case simdjson::ondemand::json_type::null: {
+        bool is_null = false;
+        return !v.is_null().get(is_null) && is_null;
+      }
+      default:
+        return true;  // an object or array (its structure was checked by JsonStream's scan)
+    }
+  }
+  static void Args(Value v, RankTrace* out, Op* op) {
+    object args;
+    if (v.get_object().get(args)) return;
+    ArgsState state;
+    for (auto field : args) {
+      simdjson::ondemand::raw_json_string raw_key;
+      if (field.key().get(raw_key)) break;
+      value arg = field.value();
+      ApplyArg(KeyOf(raw_key), arg, out, op, &state);
+    }
+    FinishArgs(state, out, op);
+  }
+};
 
 }  // namespace
 
 Status ParseEventBatchOnDemand(const char* json, size_t len, size_t capacity,
-                               const EventParseOptions& options, int64_t doc_offset,
-                               RankTrace* out) {
+                               const EventParseOptions& options, int64_t doc_offset, RankTrace* out,
+                               FirstMalformedEvent* first_malformed) {
   thread_local simdjson::ondemand::parser parser;
   simdjson::ondemand::document doc;
   if (auto error = parser.iterate(json, len, capacity).get(doc)) {
@@ -73,6 +108,7 @@ Status ParseEventBatchOnDemand(const char* json, size_t len, size_t capacity,
   }
   simdjson::ondemand::array events;
   if (auto error = doc.get_array().get(events)) return Malformed(doc_offset, "batch", error);
+  size_t index = 0;
   for (auto element : events) {
     object event;
     if (auto error = element.get_object().get(event)) {
@@ -87,70 +123,16 @@ Status ParseEventBatchOnDemand(const char* json, size_t len, size_t capacity,
       if (auto error = field.key().get(raw_key)) return Malformed(doc_offset, "key", error);
       std::string_view key = KeyOf(raw_key);
       value v = field.value();
-      if (key.size() > 4) continue;
-      switch (key[0]) {
-        case 'p':
-          if (key == "ph") {
-            std::string_view s;
-            if (auto error = v.get_string().get(s)) return Malformed(doc_offset, "ph", error);
-            f.ph = s.empty() ? '?' : s[0];
-          }
-          break;
-        case 'c':
-          if (key == "cat") {
-            std::string_view s;
-            if (v.get_string().get(s)) break;
-            op.kind = KindFromCategory(s);
-            f.has_cat = true;
-            f.cat_is_trace = s == "Trace";
-          }
-          break;
-        case 'n':
-          if (key == "name") {
-            if (v.get_string().get(f.name)) {
-              f.name = {};
-              break;
-            }
-            op.name = InternString(out, f.name);
-            f.has_name = true;
-          }
-          break;
-        case 't':
-        case 'd':
-          if (key == "ts" || key == "dur") {
-            std::string_view token = v.raw_json_token();
-            int64_t ns;
-            bool is_float;
-            if (!ParseMicrosToken(TrimToken(token), &ns, &is_float)) {
-              return InvalidArgumentError(std::string("malformed trace event after byte ") +
-                                          std::to_string(doc_offset) + ": \"" + std::string(key) +
-                                          "\" is not a number of microseconds");
-            }
-            if (key[0] == 't') {
-              op.ts_ns = ns;
-              op.ts_is_float = is_float;
-              f.has_ts = true;
-            } else {
-              op.dur_ns = ns;
-              f.has_dur = true;
-              f.dur_is_float = is_float;
-            }
-          } else if (key == "tid") {
-            op.tid = IdOf(v);
-          }
-          break;
-        case 'a':
-          if (key == "args") {
-            object args;
-            if (!v.get_object().get(args)) ParseArgs(args, out, &op);
-          }
-          break;
-        default:
-          break;
+      if (!ApplyEventField<OnDemandJson>(key, v, out, &op, &f)) {
+        return InvalidArgumentError("malformed JSON in trace events after byte " +
+                                    std::to_string(doc_offset) + " (the value of \"" +
+                                    std::string(key) + "\" is not JSON)");
       }
     }
-    if (f.has_name) f.name = NameOf(out, op.name);
-    FinishEvent(f, options, op, out);
+    if (!FinishEvent(f, options, op, out)) {
+      NoteMalformedEvent(json, len, doc_offset, index, f.malformed, first_malformed);
+    }
+    ++index;
   }
   return OkStatus();
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -24,10 +26,41 @@ namespace {
 // them (idle time above all) are then not to be trusted.
 constexpr double kMalformedWarnFraction = 0.01;
 
-// Adds a warning naming the count when a meaningful fraction of the complete events is malformed
-// (negative durations; ts, dur or name missing). Counts alone are in ImportStats.
-void WarnAboutMalformedEvents(RankTrace* t) {
+// "2 with a "ts" that is not a number of microseconds, 1 with ...": the skipped events by reason.
+std::string MalformedReasons(const ImportStats& s) {
+  std::string reasons;
+  for (auto [count, field] : {std::pair{s.malformed_ph, internal::kMalformedPh},
+                              std::pair{s.malformed_ts, internal::kMalformedTs},
+                              std::pair{s.malformed_dur, internal::kMalformedDur}}) {
+    if (count == 0) continue;
+    if (!reasons.empty()) reasons += ", ";
+    reasons += fmt::format("{} with {}", count, internal::MalformedFieldText(field));
+  }
+  return reasons;
+}
+
+// A trace whose events were all skipped as malformed (nothing kept to analyse) is unusable.
+Status RefuseIfNothingUsable(const RankTrace& t, const FirstMalformedEvent& first) {
+  const ImportStats& s = t.stats;
+  if (s.malformed() == 0 || !t.ops.empty()) return OkStatus();
+  return InvalidArgumentError(fmt::format(
+      "{}: no usable trace events: {} of {} events are malformed ({}); the first, at byte {}, "
+      "has {}",
+      t.path, s.malformed(), s.events, MalformedReasons(s), first.offset,
+      internal::MalformedFieldText(first.field)));
+}
+
+// Adds a warning naming the count when events were skipped as malformed (always), or when a
+// meaningful fraction of the complete events is malformed (negative durations; ts, dur or name
+// missing). Counts alone are in ImportStats.
+void WarnAboutMalformedEvents(RankTrace* t, const FirstMalformedEvent& first) {
   const ImportStats& s = t->stats;
+  if (s.malformed() > 0) {
+    t->warnings.push_back(fmt::format(
+        "{} of {} trace events are malformed and were skipped ({}; the first at byte {}): the "
+        "numbers below may be off",
+        s.malformed(), s.events, MalformedReasons(s), first.offset));
+  }
   const uint64_t seen = s.complete_events + s.missing_fields;
   auto meaningful = [&](uint64_t n) {
     return n > 0 && static_cast<double>(n) >= kMalformedWarnFraction * static_cast<double>(seen);
@@ -53,6 +86,7 @@ Result<RankTrace> ImportTrace(ByteSource* source, const std::string& name) {
   trace.path = name;
   const TraceImporter* importer = nullptr;
   EventParseOptions options;
+  FirstMalformedEvent first_malformed;
   JsonStream stream(source, name);
   JsonStream::Handler handler;
   handler.on_top_level = [&](TopLevel top) -> Status {
@@ -71,14 +105,15 @@ Result<RankTrace> ImportTrace(ByteSource* source, const std::string& name) {
   };
   handler.on_batch = [&](const char* json, size_t len, size_t capacity,
                          int64_t doc_offset) -> Status {
-    return ParseEventBatch(json, len, capacity, options, doc_offset, &trace);
+    return ParseEventBatch(json, len, capacity, options, doc_offset, &trace, &first_malformed);
   };
   TopLevel top;
   bool saw_events = false;
   TITAN_RETURN_IF_ERROR(stream.Run(handler, &top, &saw_events));
   trace.input_bytes = stream.bytes_read();
+  TITAN_RETURN_IF_ERROR(RefuseIfNothingUsable(trace, first_malformed));
   TITAN_RETURN_IF_ERROR(importer->Finish(saw_events, &trace));
-  WarnAboutMalformedEvents(&trace);
+  WarnAboutMalformedEvents(&trace, first_malformed);
   return trace;
 }
 

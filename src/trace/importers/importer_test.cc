@@ -355,6 +355,144 @@ TEST(ImportTraceFile, UnknownCategoriesAndNegativeDurationsAreCountedNotFatal) {
   EXPECT_TRUE(t->hta_float_ts);  // a missing ts makes pandas' column float
 }
 
+// A Kineto trace of five 'X' events whose third has `field` set to `value` (after args naming a
+// collective, which must go with the event).
+std::string TraceWithOneBadEvent(const std::string& field, const std::string& value) {
+  std::string events;
+  for (int i = 0; i < 5; ++i) {
+    std::string ph = R"("X")", ts = std::to_string(10 * i), dur = "5";
+    if (i == 2) (field == "ph" ? ph : field == "ts" ? ts : dur) = value;
+    events += fmt::format(
+        R"({}{{"name": "op{}", "args": {{"Collective name": "allreduce"}}, "ph": {}, "cat": "cpu_op", "ts": {}, "dur": {}}})",
+        i == 0 ? "" : ", ", i, ph, ts, dur);
+  }
+  return R"({"traceEvents": [)" + events + "]}";
+}
+
+// One event with a "ph" that is not a string, or a "ts" or "dur" that is not a number of
+// microseconds, failed the whole rank ("malformed trace event after byte ..."); a bad "cat" was
+// only counted. Now the event is skipped, counted by reason and warned about.
+TEST(ImportTraceFile, AMalformedPhTsOrDurSkipsThatEventCountsItAndWarns) {
+  struct Case {
+    std::string field, value;
+    uint64_t ImportStats::*counter;
+    std::string reason;
+  };
+  const std::string not_a_number = "that is not a number of microseconds";
+  for (const Case& c : std::vector<Case>{
+           {"ph", "5", &ImportStats::malformed_ph, R"(a "ph" that is not a string)"},
+           {"ph", "null", &ImportStats::malformed_ph, R"(a "ph" that is not a string)"},
+           {"ts", R"("12")", &ImportStats::malformed_ts, R"(a "ts" )" + not_a_number},
+           {"ts", "1e16", &ImportStats::malformed_ts, R"(a "ts" )" + not_a_number},
+           {"ts", "9223372036854775807", &ImportStats::malformed_ts, R"(a "ts" )" + not_a_number},
+           {"dur", "{}", &ImportStats::malformed_dur, R"(a "dur" )" + not_a_number},
+           {"dur", "true", &ImportStats::malformed_dur, R"(a "dur" )" + not_a_number},
+           {"dur", "18446744073709551615", &ImportStats::malformed_dur,
+            R"(a "dur" )" + not_a_number}}) {
+    SCOPED_TRACE(c.field + ": " + c.value);
+    std::string doc = TraceWithOneBadEvent(c.field, c.value);
+    Result<RankTrace> t = FromMemory(doc);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    EXPECT_EQ(t->ops.size(), 4u);
+    EXPECT_EQ(t->collectives.size(), 4u);  // the skipped event's collective is not kept
+    EXPECT_EQ(t->stats.events, 5u);
+    EXPECT_EQ(t->stats.complete_events, 4u);
+    EXPECT_EQ(t->stats.*c.counter, 1u);
+    EXPECT_EQ(t->stats.malformed_ph + t->stats.malformed_ts + t->stats.malformed_dur, 1u);
+    EXPECT_EQ(t->Name(t->ops[2]), "op3");
+    const size_t bad_event = doc.find(R"({"name": "op2")");
+    ASSERT_EQ(t->warnings.size(), 1u);
+    EXPECT_EQ(t->warnings[0],
+              fmt::format("1 of 5 trace events are malformed and were skipped (1 with {}; the "
+                          "first at byte {}): the numbers below may be off",
+                          c.reason, bad_event));
+  }
+}
+
+// Nothing left to analyse: the import fails, saying what and where.
+TEST(ImportTraceFile, ATraceWhoseEveryEventIsMalformedFails) {
+  const std::string events =
+      R"({"ph": 1, "name": "a", "ts": 1, "dur": 2}, {"ph": "X", "name": "b", "ts": "1", "dur": 2},)"
+      R"( {"ph": "X", "name": "c", "ts": 1, "dur": null})";
+  for (const std::string& doc : {R"({"traceEvents": [)" + events + "]}", "[" + events + "]"}) {
+    Result<RankTrace> t = FromMemory(doc, "all_bad.json");
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(t.status().message(),
+              fmt::format("all_bad.json: no usable trace events: 3 of 3 events are malformed (1 "
+                          "with a \"ph\" that is not a string, 1 with a \"ts\" that is not a "
+                          "number of microseconds, 1 with a \"dur\" that is not a number of "
+                          "microseconds); the first, at byte {}, has a \"ph\" that is not a string",
+                          doc.find(R"({"ph": 1)")));
+  }
+}
+
+// The DOM and the On-Demand parser apply the same rules (one handler, event_fields.h).
+TEST(EventBatch, BothParsersSkipAndCountTheSameMalformedEvents) {
+  const std::string batch =
+      R"([{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 2, "tid": "main"},)"
+      R"( {"ph": ["X"], "cat": "cpu_op", "name": "b", "ts": 1, "dur": 2},)"
+      R"( {"ph": "X", "cat": "kernel", "name": "c", "ts": 3.5, "dur": 2, "tid": 7},)"
+      R"( {"ph": "X", "cat": "cpu_op", "name": "d", "ts": "3", "dur": 2},)"
+      R"( {"ph": "X", "cat": "cpu_op", "name": "e", "ts": 3, "dur": -1e300},)"
+      R"( {"ph": "M", "name": "process_name", "ts": false},)"
+      R"( {"ph": "X", "cat": 5, "name": "f", "ts": 4, "dur": 1}])";
+  const std::string padded = batch + std::string(64, ' ');
+  RankTrace dom, chosen;
+  ASSERT_TRUE(
+      internal::ParseEventBatchDom(padded.data(), batch.size(), padded.size(), {}, 0, &dom).ok());
+  ASSERT_TRUE(ParseEventBatch(padded.data(), batch.size(), padded.size(), {}, 0, &chosen).ok());
+  for (const RankTrace* t : {&dom, &chosen}) {
+    EXPECT_EQ(t->stats.events, 7u);
+    EXPECT_EQ(t->stats.malformed_ph, 1u);
+    EXPECT_EQ(t->stats.malformed_ts, 2u);
+    EXPECT_EQ(t->stats.malformed_dur, 1u);
+    EXPECT_EQ(t->stats.unknown_category, 1u);  // a bad cat is unknown, the event kept
+    ASSERT_EQ(t->ops.size(), 3u);
+    EXPECT_EQ(t->Name(t->ops[1]), "c");
+    EXPECT_EQ(t->ops[1].ts_ns, 3500);
+  }
+  EXPECT_EQ(dom.ops[0].tid, chosen.ops[0].tid);  // string tids hash alike
+  std::printf("batch parser in use: %s\n", EventBatchParserName());
+}
+
+TEST(EventBatch, BothParsersNameTheFirstMalformedEvent) {
+  const std::string batch =
+      R"([{"ph": "X", "name": "a, \"}{", "ts": 1, "dur": 2}, {"ph": "X", "ts": 1, "dur": "2"}])";
+  const std::string padded = batch + std::string(64, ' ');
+  FirstMalformedEvent dom, chosen;
+  RankTrace a, b;
+  ASSERT_TRUE(
+      internal::ParseEventBatchDom(padded.data(), batch.size(), padded.size(), {}, 100, &a, &dom)
+          .ok());
+  ASSERT_TRUE(
+      ParseEventBatch(padded.data(), batch.size(), padded.size(), {}, 100, &b, &chosen).ok());
+  for (const FirstMalformedEvent& first : {dom, chosen}) {
+    EXPECT_EQ(first.offset, 100 + static_cast<int64_t>(batch.find(R"({"ph": "X", "ts")")));
+    EXPECT_EQ(first.field, internal::kMalformedDur);
+  }
+}
+
+// A value that is not JSON at all is the file's fault, not one event's: both parsers fail (the
+// DOM parser cannot read the batch), and JsonStream names the event.
+TEST(EventBatch, BothParsersFailOnTimestampsThatAreNotJson) {
+  for (const std::string& ts : {"NaN", "-Infinity", "1e400", "99999999999999999999", "@"}) {
+    SCOPED_TRACE(ts);
+    const std::string batch = R"([{"ph": "X", "name": "a", "ts": )" + ts + R"(, "dur": 2}])";
+    const std::string padded = batch + std::string(64, ' ');
+    RankTrace a, b;
+    EXPECT_FALSE(
+        internal::ParseEventBatchDom(padded.data(), batch.size(), padded.size(), {}, 0, &a).ok());
+    EXPECT_FALSE(ParseEventBatch(padded.data(), batch.size(), padded.size(), {}, 0, &b).ok());
+    Result<RankTrace> t = FromMemory(R"({"traceEvents": )" + batch + "}");
+    ASSERT_FALSE(t.ok());
+    EXPECT_NE(t.status().message().find("malformed JSON in the trace event starting here"),
+              std::string_view::npos)
+        << t.status().ToString();
+    EXPECT_NE(t.status().message().find("at byte 17"), std::string_view::npos);
+  }
+}
+
 TEST(EventBatch, OnDemandAndDomAgree) {
   testing::SyntheticOptions o;
   o.steps = 3;
