@@ -469,7 +469,11 @@ std::string JsonReport(const AnalysisResult& r, bool hta_compat) {
                 {"complete_events", s.stats.complete_events},
                 {"unknown_category", s.stats.unknown_category},
                 {"negative_durations", s.stats.negative_durations},
-                {"missing_fields", s.stats.missing_fields}}}};
+                {"missing_fields", s.stats.missing_fields},
+                {"malformed_events",
+                 {{"ph", s.stats.malformed_ph},
+                  {"ts", s.stats.malformed_ts},
+                  {"dur", s.stats.malformed_dur}}}}}};
     json steps = json::array();
     for (const StepBreakdown& b : s.steps) steps.push_back(step_json(b));
     rank["steps"] = steps;

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "src/trace/report.h"
 
@@ -157,6 +158,21 @@ TEST(TextReport, FewRanksKeepPerRankTablesButSummariseSteps) {
 // A full disk while writing the CSVs was reported as success, leaving a truncated steps.csv
 // (issue 14 item 10). The child process runs with RLIMIT_FSIZE as its "disk": writes past 64 KiB
 // fail with EFBIG.
+TEST(JsonReport, CountsMalformedEventsByField) {
+  AnalysisResult r = Synthetic(2);
+  r.ranks[1].stats.malformed_ph = 1;
+  r.ranks[1].stats.malformed_ts = 2;
+  r.ranks[1].stats.malformed_dur = 3;
+  const nlohmann::json j = nlohmann::json::parse(JsonReport(r, /*hta_compat=*/false));
+  const nlohmann::json* rank1 = nullptr;
+  for (const nlohmann::json& rank : j.at("ranks")) {
+    if (rank.at("rank") == 1) rank1 = &rank;
+  }
+  ASSERT_NE(rank1, nullptr) << j.dump();
+  EXPECT_EQ(rank1->at("import").at("malformed_events"),
+            nlohmann::json({{"ph", 1}, {"ts", 2}, {"dur", 3}}));
+}
+
 TEST(CsvReport, AFullDiskIsAnErrorAndLeavesNoTruncatedFile) {
   const AnalysisResult r = Synthetic(1000);
   char dir[] = "/tmp/titan_csv_full_XXXXXX";
