@@ -227,6 +227,18 @@ class Rgw:
         subprocess.run(["ceph", "--admin-daemon", sock, "config", "set", option, str(value)],
                        check=True, capture_output=True, timeout=30)
 
+    def set_bucket_quota(self, bucket, max_objects):
+        """Enables a quota of `max_objects` objects on `bucket` (-1: none), checked at once
+        (the gateway's quota cache is turned off first): a PUT past it gets 403 QuotaExceeded,
+        as from a full store."""
+        self.set_config("rgw_bucket_quota_ttl", 0)
+        conf = os.path.join(self.dir, "ceph.conf")
+        for args in (["quota", "set", "--quota-scope=bucket", f"--bucket={bucket}",
+                      f"--max-objects={max_objects}"],
+                     ["quota", "enable", "--quota-scope=bucket", f"--bucket={bucket}"]):
+            subprocess.run(["radosgw-admin", "-c", conf, *args], check=True, capture_output=True,
+                           timeout=30)
+
     # -- signed S3 requests through curl --------------------------------------------------
 
     def request(self, method, bucket="", key="", query=None, data=None, file=None,

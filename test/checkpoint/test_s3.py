@@ -6,7 +6,9 @@ loopback; HTTP faults are injected by rgw.FaultProxy between titan and the gatew
 * A 4-rank gloo job saves to s3://, is killed with SIGKILL, and a 2-rank job reshards from the
   store bit for bit.
 * titan ckpt ls / inspect / verify / cp / diff / gc work on s3:// as on directories.
-* A wrong secret is refused by the gateway (the signature is real); a missing bucket is named.
+* A wrong secret is refused by the gateway (the signature is real); a missing bucket is named; a
+  full store (a bucket quota: 403 QuotaExceeded) and a read-only one (a bucket policy: 403
+  AccessDenied) are clear errors and keep the previous.
 * 503s, dropped connections (also the answer to a multipart completion) and slow answers are
   retried: the save and the load still succeed and match.
 * kill -9 during an upload, and radosgw killed and restarted mid-save: the previous checkpoint
@@ -218,6 +220,58 @@ class S3CheckpointTest(unittest.TestCase):
         self.assertIn("503 SlowDown", err)
         self.assertEqual(ck.latest_step(url), 1)
         self.assertEqual(ck.list_steps(url), [1])
+
+    def test_a_full_store_is_a_clear_error_and_keeps_the_previous(self):
+        # A bucket quota makes the gateway answer 403 QuotaExceeded, as a full store does.
+        bucket = "full-store"
+        self.rgw.make_bucket(bucket)
+        url = f"s3://{bucket}/run"
+        first = {"w": tensors(1, 21), "step": 1}
+        ck.save(first, 1, async_=False, dir=url)
+        self.rgw.set_bucket_quota(bucket, max_objects=len(self.rgw.list_keys(bucket, "run/")))
+        try:
+            saver = self.saver(url, 2, 1, 22)
+            _, err = saver.communicate(timeout=120)
+            self.assertNotEqual(saver.returncode, 0)
+            self.assertIn("RESOURCE_EXHAUSTED", err)
+            self.assertIn("QuotaExceeded", err)
+            self.assertIn(f"s3://{bucket}/run/step_0000000002/", err)  # bucket and key named
+            self.assertIn("free space or raise the quota", err)  # what to do
+            # The previous checkpoint is intact, and gc can still make room.
+            self.assertEqual(ck.list_steps(url), [1])
+            fresh = {"w": tensors(1, 99), "step": -1}
+            self.assertEqual(ck.load_latest(url, fresh), 1)
+            self.assertTrue(all(torch.equal(fresh["w"][k], first["w"][k]) for k in first["w"]))
+            self.assertIn("0 bad", self.titan("ckpt", "verify", url).stdout)
+        finally:
+            self.rgw.set_bucket_quota(bucket, max_objects=-1)
+        # With room again, the next save lands.
+        ck.save({"w": tensors(1, 23), "step": 3}, 3, async_=False, dir=url)
+        self.assertEqual(ck.list_steps(url), [1, 3])
+
+    def test_a_read_only_bucket_is_a_clear_error_and_keeps_the_previous(self):
+        # A bucket policy that denies PutObject to everyone: the store is read-only.
+        bucket = "read-only-store"
+        self.rgw.make_bucket(bucket)
+        url = f"s3://{bucket}/run"
+        first = {"w": tensors(1, 31), "step": 1}
+        ck.save(first, 1, async_=False, dir=url)
+        deny = {"Version": "2012-10-17",
+                "Statement": [{"Effect": "Deny", "Principal": "*", "Action": ["s3:PutObject"],
+                               "Resource": [f"arn:aws:s3:::{bucket}/*"]}]}
+        r = self.rgw.request("PUT", bucket, query={"policy": ""}, data=json.dumps(deny).encode())
+        self.assertEqual(r.status, 204, r.body)
+        saver = self.saver(url, 2, 1, 32)
+        _, err = saver.communicate(timeout=120)
+        self.assertNotEqual(saver.returncode, 0)
+        self.assertIn("PERMISSION_DENIED", err)
+        self.assertIn("AccessDenied", err)
+        self.assertIn(f"s3://{bucket}/run/step_0000000002/", err)
+        self.assertIn("the bucket's policy", err)  # what to check
+        self.assertEqual(ck.list_steps(url), [1])
+        fresh = {"w": tensors(1, 99), "step": -1}
+        self.assertEqual(ck.load_latest(url, fresh), 1)  # reading still works
+        self.assertTrue(all(torch.equal(fresh["w"][k], first["w"][k]) for k in first["w"]))
 
     def test_kill_9_during_upload_keeps_the_previous_checkpoint(self):
         url = self.url("killed")
