@@ -246,15 +246,22 @@ TEST(TransientPipelineTest, AllRanksSlowBehindOneLateRankNameThatRank) {
                          "(straggler score 5.0): a straggler holding the others; slowest: "));
 }
 
-// One rank slow among four is that rank's own event: a straggler.
-TEST(TransientPipelineTest, OneRankSlowIsAStragglerEventOfThatRank) {
+// One rank slow among four for several steps is that rank's own event: a straggler.
+TEST(TransientPipelineTest, OneRankSlowForStepsIsAStragglerEventOfThatRank) {
+  const auto events = FourRanks({3}, /*two_steps=*/true);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_THAT(events[0].summary, HasSubstr("rank 3 alone of 4 ranks, 2 steps: a straggler"));
+  EXPECT_EQ(nlohmann::json::parse(TransientToJson(events[0]))["ranks"],
+            nlohmann::json::parse("[3]"));
+}
+
+// One slow step on one rank is a blip, not yet a straggler.
+TEST(TransientPipelineTest, OneSlowStepOnOneRankIsABlip) {
   const auto events = FourRanks({3}, /*two_steps=*/false);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_THAT(events[0].summary,
               StartsWith("step 40 on rank 3 took 1 s, +900 ms over its baseline (12.0 sigma, "
-                         "zscore); rank 3 alone of 4 ranks: a straggler"));
-  EXPECT_EQ(nlohmann::json::parse(TransientToJson(events[0]))["ranks"],
-            nlohmann::json::parse("[3]"));
+                         "zscore); rank 3 alone of 4 ranks, one step: a blip, not a straggler"));
 }
 
 // A mark that every step has is the rhythm of training, not a cause.

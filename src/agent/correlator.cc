@@ -360,8 +360,13 @@ void Correlator::Explain(std::span<const Series* const> sources, TransientEvent*
           fmt::format("{} {} on {} together; most extreme: {}", family, d.direction, who, headline);
     }
   } else if (steps && top.rank >= 0 && peers > 1) {
+    // One slow step is a blip; a straggler is a rank that stays behind its peers.
+    const bool slow = std::string_view(d.direction) == "spike";
+    const int64_t slow_steps = top.detection.samples;
     headline += fmt::format("; rank {} alone of {} ranks{}", top.rank, peers,
-                            std::string_view(d.direction) == "spike" ? ": a straggler" : "");
+                            !slow             ? ""
+                            : slow_steps >= 2 ? fmt::format(", {} steps: a straggler", slow_steps)
+                                              : std::string(", one step: a blip, not a straggler"));
   }
 
   event->related.clear();
