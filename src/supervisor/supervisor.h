@@ -2,6 +2,10 @@
 // watches them (exits via SIGCHLD, progress via step events on its own socket, etcd for the other
 // nodes), detects crash / hang / straggler / lost node, decides (restart, exclude, give up),
 // recovers, injects faults for drills and keeps the goodput ledger and the event log.
+// Parts: supervisor.cc (setup, rendezvous, spawning, restart budget, preemption, the end),
+// monitor.h (one generation's loop and its verdicts, through monitor_host.h), rank_events.h
+// (step events, injections), recovery.h (restart, exclusion, isolation decisions),
+// run_outputs.h (metrics, steps, prefetch, ledger, summary), worker_env.h, stack_capture.h.
 //
 // Thread safety: Run() is called once from the main thread; it blocks SIGCHLD, SIGTERM, SIGINT
 // and SIGHUP in the calling thread before any helper thread starts (helper threads inherit the

@@ -1,0 +1,173 @@
+#include "src/supervisor/recovery.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "src/base/clock.h"
+#include "src/base/log.h"
+#include "src/base/text.h"
+#include "src/supervisor/worker_env.h"
+
+namespace titan::supervisor {
+
+using nlohmann::json;
+
+Recovery::Recovery(const RunOptions& options, RunLog& log, GoodputLedger& ledger, Rendezvous& rdzv,
+                   std::function<void()> stop_workers)
+    : o_(options),
+      log_(log),
+      ledger_(ledger),
+      rdzv_(rdzv),
+      stop_workers_(std::move(stop_workers)),
+      failures_(options.isolation),
+      isolation_(cluster::IsolationRunnerOptions{
+          options.isolate_actions, options.isolate_timeout_ns, options.isolate_dry_run}) {}
+
+Outcome Recovery::Fail(const Assignment& a, const std::string& kind, const std::string& detail,
+                       int64_t failure_ns, const json& evidence, int64_t now, bool count_failure) {
+  detect_ns_ = now;
+  ledger_.OnFailure(std::min(failure_ns, now), now);
+  json reason = {{"reason", kind}, {"detail", detail}, {"evidence", evidence}};
+  auto first = rdzv_.RequestRestart(a.generation, reason);
+  bool claimed = first.ok() && *first;
+  log_.Write("decision",
+             {{"action", "restart"},
+              {"reason", kind},
+              {"detail", detail},
+              {"claimed", claimed},
+              {"note", claimed ? "this node saw the cause first and restarts the job"
+                               : "another node already restarted the job: a consequence"}});
+  stop_workers_();
+  if (claimed && count_failure) {
+    failures_.Record(o_.node_id, evidence.value("local_rank", 0), now);
+    int recent = failures_.RecentFailures(o_.node_id, now);
+    if (o_.etcd.empty()) {
+      // Without etcd (one node, or Slurm's static plan) no node can be replaced or blamed:
+      // keep restarting within the budget instead.
+      if (recent >= o_.isolation.max_failures) {
+        log_.Write("decision",
+                   {{"action", "keep"},
+                    {"reason", fmt::format("{} failures within {:.0f} s, but without etcd "
+                                           "no node can be excluded",
+                                           recent, NsToSeconds(o_.isolation.window_ns))}});
+      }
+    } else if (failures_.ShouldExclude(o_.node_id, now)) {
+      excluded_until_ns_ = now + o_.isolation.cooldown_ns;
+      std::string why = fmt::format("{}: {} failures within {:.0f} s", kind, recent,
+                                    NsToSeconds(o_.isolation.window_ns));
+      log_.Write("exclude", {{"node", o_.node_id},
+                             {"failures", recent},
+                             {"window_s", NsToSeconds(o_.isolation.window_ns)},
+                             {"cooldown_s", NsToSeconds(o_.isolation.cooldown_ns)},
+                             {"reason", why}});
+      Isolate(o_.scheduler_node, evidence.is_object() ? evidence.value("rank", -1) : -1, why);
+    }
+  }
+  return Outcome::kRestart;
+}
+
+Outcome Recovery::Follow(const json& record, int64_t now, const json* local_evidence) {
+  detect_ns_ = now;
+  ledger_.OnFailure(now, now);
+  json fields = {{"action", "restart"},
+                 {"reason", ReasonText(record)},
+                 {"by", record.value("node", "")},
+                 {"generation", record.value("gen", 0)}};
+  if (local_evidence) fields["local_exit"] = *local_evidence;
+  log_.Write("decision", fields);
+  stop_workers_();
+  return Outcome::kRestart;
+}
+
+Outcome Recovery::LostNodes(const Assignment& a, const std::vector<std::string>& lost,
+                            int64_t now) {
+  log_.Write(
+      "lost",
+      {{"nodes", lost}, {"note", "lease expired in etcd"}, {"lease_ttl_s", o_.lease_ttl_seconds}});
+  detect_ns_ = now;
+  ledger_.OnFailure(now, now);
+  json reason = {{"reason", "node-lost"}, {"detail", fmt::format("{} lost", fmt::join(lost, ","))}};
+  auto first = rdzv_.RequestRestart(a.generation, reason);
+  const bool claimed = first.ok() && *first;
+  log_.Write("decision", {{"action", "restart"},
+                          {"reason", "node-lost"},
+                          {"detail", reason["detail"]},
+                          {"claimed", claimed}});
+  if (claimed) {
+    for (const std::string& id : lost) {
+      for (size_t i = 0; i < a.members.size(); ++i) {
+        if (a.members[i] == id && i < a.member_hosts.size()) {
+          Isolate(a.member_hosts[i], -1, fmt::format("node {} lost (etcd lease expired)", id));
+        }
+      }
+    }
+  }
+  stop_workers_();
+  return Outcome::kRestart;
+}
+
+Outcome Recovery::LeaveLostNode(const cluster::SlurmNodeState& state, int64_t now) {
+  log_.Write("lost", {{"nodes", {o_.node_id}},
+                      {"source", "slurm"},
+                      {"host", state.name},
+                      {"state", state.state},
+                      {"reason", state.reason},
+                      {"note", "Slurm marks this node down or not responding: leaving the job"}});
+  detect_ns_ = now;
+  ledger_.OnFailure(now, now);
+  stop_workers_();
+  rdzv_.Leave();
+  log_.Write("decision",
+             {{"action", "leave"},
+              {"reason", "node-lost"},
+              {"detail", fmt::format("Slurm state of {}: {}", state.name, state.state)}});
+  return Outcome::kFatal;
+}
+
+Outcome Recovery::ExcludeStraggler(const Assignment& a, int rank, const std::string& detail,
+                                   int64_t now) {
+  excluded_until_ns_ = now + o_.isolation.cooldown_ns;
+  std::string why = fmt::format("persistent straggler rank {}", rank);
+  log_.Write("exclude", {{"node", o_.node_id},
+                         {"reason", why},
+                         {"cooldown_s", NsToSeconds(o_.isolation.cooldown_ns)}});
+  Isolate(o_.scheduler_node, rank, why);
+  return Fail(a, "straggler", detail, now, json{{"rank", rank}}, now, /*count_failure=*/false);
+}
+
+void Recovery::Isolate(const std::string& host, int rank, const std::string& reason) {
+  if (!isolation_.enabled()) return;
+  if (host.empty()) {
+    log_.Write("isolate", {{"node", nullptr},
+                           {"ok", false},
+                           {"result",
+                            "not run: the node's scheduler name is unknown (it ran "
+                            "an older titan run)"}});
+    return;
+  }
+  isolation_.Submit({host, rank, reason, o_.job_id});
+}
+
+void Recovery::ReportIsolations() {
+  for (const cluster::IsolationOutcome& o : isolation_.TakeFinished()) {
+    log_.Write("isolate", {{"node", o.target.node},
+                           {"rank", o.target.rank},
+                           {"reason", o.target.reason},
+                           {"action", o.action},
+                           {"command", o.command},
+                           {"dry_run", o.dry_run},
+                           {"ok", o.ok},
+                           {"result", o.result},
+                           {"output", o.output},
+                           {"ms", o.elapsed_ns / 1e6}});
+    ledger_.OnIsolation(o.ok, o.dry_run);
+    if (!o.ok) {
+      Log(LogLevel::kWarning, "run", "isolation action {} for node {} failed ({}): {}", o.action,
+          o.target.node, o.result, Trim(o.output));
+    }
+  }
+}
+
+}  // namespace titan::supervisor
