@@ -44,6 +44,20 @@ def test_help_exits_0(sub):
     assert "Usage" in p.stdout or "usage" in p.stdout, p.stdout[:500]
 
 
+def test_an_output_that_names_an_input_is_refused_and_the_input_kept(tmp_path):
+    """`titan report X -o X` wrote its HTML over its input and exited 0 (a probe found it);
+    also through a symbolic link to the input."""
+    load = tmp_path / "load.json"
+    load.write_text('{"kind": "titan-load"}')
+    (tmp_path / "link.html").symlink_to(load)
+    for out in (load, tmp_path / "link.html"):
+        p = subprocess.run([TITAN, "report", str(load), "-o", str(out)], capture_output=True,
+                           text=True, timeout=30)
+        assert p.returncode == 2, (p.returncode, p.stderr)
+        assert "is one of the inputs" in p.stderr, p.stderr
+        assert load.read_text() == '{"kind": "titan-load"}'
+
+
 def test_the_version_is_one_version():
     """`titan version` and the Python module report the project() version of CMakeLists.txt
     (the module's was a second copy in __init__.py)."""

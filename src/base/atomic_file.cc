@@ -1,11 +1,13 @@
 #include "src/base/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -31,6 +33,39 @@ std::string TemporaryName(const std::string& path) {
   return fmt::format("{}.tmp-{}-{}", path, getpid(), counter.fetch_add(1));
 }
 
+// Where the bytes for `path` go: a symlink's target (the link stays a link), and whether that
+// is something other than a regular file or a new name: a device, FIFO or socket is written in
+// place (renaming over /dev/null would replace the device node with a file).
+struct Target {
+  std::string path;
+  bool in_place = false;
+};
+
+Result<Target> ResolveTarget(const std::string& path) {
+  Target target{path, false};
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return target;  // a new file (or an error the write names)
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    const std::filesystem::path resolved = std::filesystem::weakly_canonical(path, ec);
+    if (ec) return ErrnoError(ec.value(), "resolving the symbolic link " + path);
+    target.path = resolved.string();
+    if (stat(target.path.c_str(), &st) != 0) return target;  // a dangling link: create its target
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return FailedPreconditionError(
+        fmt::format("{} is a directory; name a file to write (e.g. {}/out.json)", path, path));
+  }
+  target.in_place = !S_ISREG(st.st_mode);
+  return target;
+}
+
+Result<int> OpenInPlace(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "opening " + path);
+  return fd;
+}
+
 }  // namespace
 
 Status WriteFileAtomically(const std::string& path, std::string_view content) {
@@ -38,37 +73,64 @@ Status WriteFileAtomically(const std::string& path, std::string_view content) {
     Status s = WriteAll(STDOUT_FILENO, content, "standard output");
     return s;
   }
-  const std::string tmp = TemporaryName(path);
+  TITAN_ASSIGN_OR_RETURN(const Target target, ResolveTarget(path));
+  if (target.in_place) {
+    TITAN_ASSIGN_OR_RETURN(const int fd, OpenInPlace(target.path));
+    Status status = WriteAll(fd, content, target.path);
+    if (close(fd) != 0 && status.ok()) status = ErrnoError(errno, "closing " + target.path);
+    return status;
+  }
+  const std::string tmp = TemporaryName(target.path);
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError(errno, "creating " + tmp);
   Status status = WriteAll(fd, content, tmp);
   if (status.ok() && fsync(fd) != 0) status = ErrnoError(errno, "flushing " + tmp);
   if (close(fd) != 0 && status.ok()) status = ErrnoError(errno, "closing " + tmp);
-  if (status.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
-    status = ErrnoError(errno, "renaming " + tmp + " to " + path);
+  if (status.ok() && rename(tmp.c_str(), target.path.c_str()) != 0) {
+    status = ErrnoError(errno, "renaming " + tmp + " to " + target.path);
   }
   if (!status.ok()) unlink(tmp.c_str());
   return status;
 }
 
+Status RefuseOutputThatIsAnInput(const std::string& output, const std::vector<std::string>& inputs,
+                                 std::string_view flag) {
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(input, output, ec)) {
+      return InvalidArgumentError(fmt::format(
+          "{} {} is one of the inputs ({}): choose another output file", flag, output, input));
+    }
+  }
+  return OkStatus();
+}
+
 AtomicFileWriter::~AtomicFileWriter() {
   if (file_ != nullptr) {
     std::fclose(file_);
-    unlink(tmp_.c_str());
+    if (!in_place_) unlink(tmp_.c_str());
   }
 }
 
 Status AtomicFileWriter::Open(const std::string& path) {
-  path_ = path;
-  tmp_ = TemporaryName(path);
-  const int fd = open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError(errno, "creating " + tmp_);
+  TITAN_ASSIGN_OR_RETURN(const Target target, ResolveTarget(path));
+  path_ = target.path;
+  in_place_ = target.in_place;
+  int fd = -1;
+  if (in_place_) {
+    tmp_.clear();
+    TITAN_ASSIGN_OR_RETURN(fd, OpenInPlace(path_));
+  } else {
+    tmp_ = TemporaryName(path_);
+    fd = open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return ErrnoError(errno, "creating " + tmp_);
+  }
   file_ = fdopen(fd, "w");
   if (file_ == nullptr) {
     const int error = errno;
     close(fd);
-    unlink(tmp_.c_str());
-    return ErrnoError(error, "opening " + tmp_);
+    if (!in_place_) unlink(tmp_.c_str());
+    return ErrnoError(error, "opening " + (in_place_ ? path_ : tmp_));
   }
   return OkStatus();
 }
@@ -76,10 +138,15 @@ Status AtomicFileWriter::Open(const std::string& path) {
 Status AtomicFileWriter::Commit() {
   if (file_ == nullptr) return FailedPreconditionError("AtomicFileWriter::Commit without Open");
   Status status;
-  if (std::fflush(file_) != 0 || std::ferror(file_)) status = ErrnoError(errno, "writing " + tmp_);
-  if (status.ok() && fsync(fileno(file_)) != 0) status = ErrnoError(errno, "flushing " + tmp_);
-  if (std::fclose(file_) != 0 && status.ok()) status = ErrnoError(errno, "closing " + tmp_);
+  const std::string& written = in_place_ ? path_ : tmp_;
+  if (std::fflush(file_) != 0 || std::ferror(file_))
+    status = ErrnoError(errno, "writing " + written);
+  if (status.ok() && !in_place_ && fsync(fileno(file_)) != 0) {
+    status = ErrnoError(errno, "flushing " + tmp_);
+  }
+  if (std::fclose(file_) != 0 && status.ok()) status = ErrnoError(errno, "closing " + written);
   file_ = nullptr;
+  if (in_place_) return status;
   if (status.ok() && rename(tmp_.c_str(), path_.c_str()) != 0) {
     status = ErrnoError(errno, "renaming " + tmp_ + " to " + path_);
   }

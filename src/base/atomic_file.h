@@ -1,7 +1,10 @@
 // One checked, atomic way to write a whole file: the content goes to a temporary file beside
 // `path` (unique per process and call), every write is checked (a full disk is an error, not a
 // truncated file reported as success), and only a complete file is renamed over `path`. On any
-// error the temporary file is removed and `path` keeps its previous content.
+// error the temporary file is removed and `path` keeps its previous content. A symbolic link
+// is followed (the link stays, its target gets the content); a path that is not a regular file
+// (/dev/null, a FIFO, a socket) is written in place, since renaming over it would replace the
+// node with a file; a directory is an error.
 //
 // Thread safety: safe from any thread; concurrent writers of one path: the last rename wins.
 #pragma once
@@ -9,6 +12,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "src/base/status.h"
 
@@ -16,6 +20,11 @@ namespace titan {
 
 // "-" writes to standard output instead (not atomic, still checked).
 Status WriteFileAtomically(const std::string& path, std::string_view content);
+
+// INVALID_ARGUMENT when `output` (the value of flag `flag`, e.g. "-o") is the same file as one
+// of `inputs` (the same inode, through any path or link): writing it would destroy an input.
+Status RefuseOutputThatIsAnInput(const std::string& output, const std::vector<std::string>& inputs,
+                                 std::string_view flag);
 
 // The same for output written piece by piece (a merged trace of gigabytes): Open() creates the
 // temporary file, file() is its stdio stream, Commit() checks every write, flushes, syncs and
@@ -34,6 +43,7 @@ class AtomicFileWriter {
 
  private:
   std::string path_, tmp_;
+  bool in_place_ = false;  // a device, FIFO or socket: written directly, no rename
   FILE* file_ = nullptr;
 };
 

@@ -2,11 +2,13 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -45,8 +47,8 @@ TEST(AtomicFileTest, AFailedWriteLeavesTheTargetAndNoTemporary) {
   EXPECT_FALSE(missing.ok());
   EXPECT_NE(missing.message().find("/nonexistent-dir/x.json.tmp"), std::string_view::npos);
 
-  // The rename fails (the target is a non-empty directory), also for root: the temporary file
-  // must go and the target must be untouched.
+  // The target is a non-empty directory: refused before anything is written, and the
+  // directory is untouched.
   char dir[] = "/tmp/titan_atomic_XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string target = std::string(dir) + "/taken";
@@ -54,7 +56,7 @@ TEST(AtomicFileTest, AFailedWriteLeavesTheTargetAndNoTemporary) {
   ASSERT_TRUE(WriteFileAtomically(target + "/inside", "kept").ok());
   Status s = WriteFileAtomically(target, "new");
   EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("renaming"), std::string_view::npos) << s.ToString();
+  EXPECT_NE(s.message().find("is a directory"), std::string_view::npos) << s.ToString();
   EXPECT_EQ(CountEntries(dir), 1);  // only the directory: no temporary left
   EXPECT_EQ(Read(target + "/inside"), "kept");
   unlink((target + "/inside").c_str());
@@ -82,6 +84,72 @@ TEST(AtomicFileWriterTest, CommitsWholeOrLeavesThePreviousFile) {
   EXPECT_EQ(Read(path).size(), 10000u);
   EXPECT_EQ(CountEntries(dir), 1);
   unlink(path.c_str());
+  rmdir(dir);
+}
+
+TEST(AtomicFileTest, AnOutputThatIsAnInputIsRefusedThroughAnyPath) {
+  char dir[] = "/tmp/titan_atomic_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string d = dir, input = d + "/in.json", hard = d + "/hard.json";
+  ASSERT_TRUE(WriteFileAtomically(input, "{}").ok());
+  ASSERT_EQ(link(input.c_str(), hard.c_str()), 0);
+  EXPECT_TRUE(RefuseOutputThatIsAnInput(d + "/out.html", {input}, "-o").ok());
+  for (const std::string& out : {input, hard, d + "/./in.json"}) {
+    Status s = RefuseOutputThatIsAnInput(out, {d + "/other.json", input}, "-o");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << out;
+    EXPECT_NE(s.message().find("is one of the inputs"), std::string::npos) << s.ToString();
+  }
+  unlink(hard.c_str());
+  unlink(input.c_str());
+  rmdir(dir);
+}
+
+// A FIFO, a device node and a symlink keep what they are: the content goes through them.
+TEST(AtomicFileTest, FifosDevicesAndSymlinksAreWrittenThroughNotReplaced) {
+  char dir[] = "/tmp/titan_atomic_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string d = dir;
+  // A symlink to a regular file: the link stays, the target gets the content.
+  const std::string target = d + "/keep.json", link = d + "/link.json";
+  ASSERT_TRUE(WriteFileAtomically(target, "old").ok());
+  ASSERT_EQ(symlink("keep.json", link.c_str()), 0);
+  ASSERT_TRUE(WriteFileAtomically(link, "new").ok());
+  struct stat st;
+  ASSERT_EQ(lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(Read(target), "new");
+  // A FIFO: a reader gets the content; the FIFO is still a FIFO.
+  const std::string fifo = d + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = Read(fifo); });
+  ASSERT_TRUE(WriteFileAtomically(fifo, "through the pipe").ok());
+  reader.join();
+  EXPECT_EQ(got, "through the pipe");
+  ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  // A character device (a private /dev/null, when mknod is allowed): still a device after
+  // both kinds of writes.
+  const std::string null_dev = d + "/null";
+  if (mknod(null_dev.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    ASSERT_TRUE(WriteFileAtomically(null_dev, "discarded").ok());
+    AtomicFileWriter w;
+    ASSERT_TRUE(w.Open(null_dev).ok());
+    std::fputs("discarded too", w.file());
+    ASSERT_TRUE(w.Commit().ok());
+    ASSERT_EQ(lstat(null_dev.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode));
+    unlink(null_dev.c_str());
+  }
+  // A directory is an error naming it, and nothing is left behind.
+  Status dir_status = WriteFileAtomically(d, "x");
+  EXPECT_FALSE(dir_status.ok());
+  EXPECT_NE(dir_status.message().find("is a directory"), std::string::npos)
+      << dir_status.ToString();
+  EXPECT_EQ(CountEntries(dir), 3);  // keep.json, link.json, fifo
+  unlink(link.c_str());
+  unlink(target.c_str());
+  unlink(fifo.c_str());
   rmdir(dir);
 }
 

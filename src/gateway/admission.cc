@@ -75,6 +75,12 @@ size_t FairQueue::ClassIndex(std::string_view name) const {
   return default_class_;
 }
 
+size_t FairQueue::tracked_tenants() const {
+  size_t n = 0;
+  for (const Class& c : classes_) n += c.finish.size();
+  return n;
+}
+
 double FairQueue::WeightOf(const std::string& tenant) const {
   auto it = weights_.find(tenant);
   return it == weights_.end() ? 1.0 : it->second;
@@ -82,9 +88,11 @@ double FairQueue::WeightOf(const std::string& tenant) const {
 
 void FairQueue::Insert(size_t class_index, Waiter w) {
   Class& c = classes_[class_index];
-  double& finish = c.finish[w.tenant];
+  const double share = 1.0 / WeightOf(w.tenant);
+  // A tenant without a recent tag enters as if it had just been served.
+  double& finish = c.finish.try_emplace(w.tenant, c.virtual_time + share).first->second;
   const double start = std::max(c.virtual_time, finish);
-  finish = start + 1.0 / WeightOf(w.tenant);
+  finish = start + share;
   const Entry entry{start, next_seq_++};
   by_id_[w.id] = {class_index, entry};
   c.order.emplace(entry, std::move(w));
@@ -131,11 +139,14 @@ Waiter FairQueue::Take(uint64_t id) {
   Waiter w = std::move(it->second);
   c.order.erase(it);
   by_id_.erase(found);
-  // Tenants whose finish tag fell behind the virtual time start afresh anyway: drop them.
-  if (c.finish.size() > 2 * c.order.size() + 64) {
+  // Tenants whose finish tag fell behind the virtual time would start there anyway: drop them.
+  // The next sweep waits until the map has doubled, so sweeping is O(1) per dispatch amortised
+  // even when few tags are stale yet.
+  if (c.finish.size() > c.sweep_at) {
     for (auto f = c.finish.begin(); f != c.finish.end();) {
       f = f->second <= c.virtual_time ? c.finish.erase(f) : std::next(f);
     }
+    c.sweep_at = std::max<size_t>(64, 2 * (c.finish.size() + c.order.size()));
   }
   return w;
 }

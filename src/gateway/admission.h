@@ -4,10 +4,14 @@
 // from the highest-priority class that has one; inside a class, tenants share by weight with
 // start-time fair queuing (each waiter's tag = max(virtual time, its tenant's last finish tag),
 // the tenant's finish tag then grows by 1/weight; the smallest tag goes first), so a tenant
-// that floods the queue delays itself, not the others. Ties keep arrival order.
+// that floods the queue delays itself, not the others. Ties keep arrival order. A tenant with
+// no recent tag starts one share behind the virtual time (virtual time + 1/weight), as if it
+// had just been served: minting a new tenant name (a header, an API key) for every request
+// buys no place ahead of tenants already waiting, whose wait stays bounded by how many
+// requests the others have queued, not by how fast they send.
 //
 // Memory: O(waiters + tenants with a recent finish tag); tags of tenants that fell behind the
-// virtual time are dropped.
+// virtual time are dropped, in sweeps spaced so that each costs O(1) per dispatch amortised.
 // Thread safety: none; owned by the gateway's event loop.
 #pragma once
 
@@ -54,6 +58,8 @@ class FairQueue {
   // The index of class `name`, or of the default class when unknown or empty.
   size_t ClassIndex(std::string_view name) const;
   const std::string& ClassName(size_t index) const { return classes_[index].config.name; }
+  // Tenants with a remembered finish tag, all classes (bounded by the sweeps; for tests).
+  size_t tracked_tenants() const;
   size_t class_count() const { return classes_.size(); }
 
   // kQueueFull when w's class has max_queue waiters; else queued (kNone).
@@ -87,6 +93,7 @@ class FairQueue {
     std::map<Entry, Waiter> order;
     double virtual_time = 0;
     std::unordered_map<std::string, double> finish;  // tenant -> last finish tag
+    size_t sweep_at = 64;  // sweep stale tags when `finish` grows past this
   };
   double WeightOf(const std::string& tenant) const;
   void Insert(size_t class_index, Waiter w);

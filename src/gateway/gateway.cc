@@ -1,5 +1,7 @@
 #include "src/gateway/gateway.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -176,6 +178,18 @@ awaitable<void> SendUpstream(std::shared_ptr<UpstreamCall> x, int64_t deadline_n
 
 bool RetryableStatus(int status) { return status >= 500 || status == 429; }
 
+// Client connections the gateway accepts: each may hold an upstream connection too, and the
+// health checks, scrapes and logs need descriptors of their own. Past this, clients get 503 at
+// once, instead of the gateway running out of descriptors and failing its own health checks
+// (which ejected healthy replicas).
+size_t ClientConnectionCap(size_t configured) {
+  constexpr size_t kReserved = 64;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return configured;
+  const size_t descriptors = static_cast<size_t>(limit.rlim_cur);
+  return std::min(configured, descriptors > 2 * kReserved ? (descriptors - kReserved) / 2 : 16);
+}
+
 // The upstream answer is complete and nothing will follow it on the client's stream (no
 // "upstream failed" event): the relay may end the stream with its last bytes.
 bool EndsCleanly(const UpstreamCall& x) {
@@ -289,6 +303,15 @@ struct Gateway::Impl {
   bool PoolHasReady(const std::string& pool) const {
     for (const auto& r : replicas) {
       if (!r->removed && r->pool == pool && r->health.Routable()) return true;
+    }
+    return false;
+  }
+  // A ready replica of `t`'s pool that `t` has not tried yet (a retry goes elsewhere or fails).
+  bool PoolHasUntried(const Ticket& t) const {
+    for (const auto& r : replicas) {
+      if (!r->removed && r->pool == t.pool && r->health.Routable() && !t.exclude.count(r->index)) {
+        return true;
+      }
     }
     return false;
   }
@@ -412,7 +435,7 @@ struct Gateway::Impl {
       t.shed = Shed::kDraining;
       co_return nullptr;
     }
-    if (!PoolHasReady(t.pool)) {
+    if (!PoolHasUntried(t)) {
       t.shed = Shed::kNoReplica;
       *retry_after_s = 1;
       co_return nullptr;
@@ -438,15 +461,20 @@ struct Gateway::Impl {
     w.enqueued_ns = now;
     w.deadline_ns = t.deadline_ns;
     w.owner = &t;
+    Signal wake(executor);
+    t.wake = &wake;
     if (queue.Push(std::move(w)) != Shed::kNone) {
+      t.wake = nullptr;
       t.shed = Shed::kQueueFull;
       co_return nullptr;
     }
     RecordQueueDepths();
+    // Seats may be free while the queue is not empty (its front waits for one replica's seat,
+    // or a retry may not go back to the replica it tried): seat whoever can go now. Without
+    // this, a newcomer behind such a waiter waited for a Release that never came.
+    Dispatch();
     int64_t until = now + config.admission.queue_timeout_ns;
     if (t.deadline_ns > 0) until = std::min(until, t.deadline_ns);
-    Signal wake(executor);
-    t.wake = &wake;
     co_await wake.WaitUntil(until);
     t.wake = nullptr;
     if (t.assigned) co_return t.assigned;
@@ -471,6 +499,8 @@ struct Gateway::Impl {
     http::Headers headers;
     std::string body;
     bool upstream_failed = false;  // the replica failed (not the client)
+    bool cut_off = false;          // the answer's transport failed after its head (truncated,
+                                   // malformed, over the relay bound): never relayed as is
     bool retry = false;            // failed before its first byte: may go elsewhere
     bool client_gone = false;
     int64_t sent_ns = 0, first_ns = 0;
@@ -564,6 +594,7 @@ struct Gateway::Impl {
       ++counters.client_gone;
     } else if (!transport_ok) {
       answer.upstream_failed = true;
+      answer.cut_off = x->head;
       answer.error = x->overflow ? fmt::format("{} answered over the relay bound", r.name)
                                  : fmt::format("{}: {}", r.name, x->result.message);
       answer.retry = !x->head && can_retry;
@@ -605,7 +636,7 @@ struct Gateway::Impl {
       if (ok) telemetry.completion_tokens->AddCounter(WallNowNs(), x->meter.completion_tokens());
     }
     if (x->result.ok() && x->connection->is_open() && !x->client_gone &&
-        r.idle.size() < kMaxIdlePerReplica && r.health.Routable()) {
+        r.idle.size() < kMaxIdlePerReplica && r.health.Routable() && !stopping) {
       r.idle.push_back(std::move(x->connection));
     }
     co_return answer;
@@ -899,7 +930,7 @@ struct Gateway::Impl {
         if (a.upstream_failed) c.reason = "upstream";
         co_return;
       }
-      if (a.status == 0) {
+      if (a.status == 0 || a.cut_off) {
         c.reason = "upstream";
         const std::string why = fmt::format("the replica failed: {}", a.error);
         co_await RespondError(ex, c, 502, "upstream_error", why, kNoHeaders);
@@ -1019,9 +1050,10 @@ struct Gateway::Impl {
         t.assigned = nullptr;
         continue;
       }
-      if (a.status != 200) {
-        finish(a.status ? a.status : 502,
-               a.status ? a.body
+      if (a.status != 200 || a.cut_off) {
+        const bool answered = a.status != 0 && !a.cut_off;
+        finish(answered ? a.status : 502,
+               answered ? a.body
                         : http::JsonError(fmt::format("the replica failed: {}", a.error),
                                           "upstream_error", 502));
         co_return;
@@ -1068,7 +1100,7 @@ struct Gateway::Impl {
     Answer a = co_await Forward(*r, up, false, false, &ex, c.request_id);
     Release(r, 0);
     if (ex.responded() || a.client_gone) co_return;
-    if (a.status == 0) {
+    if (a.status == 0 || a.cut_off) {
       co_await RespondError(ex, c, 502, "upstream_error", a.error, kNoHeaders);
       co_return;
     }
@@ -1453,6 +1485,7 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
   options.port = config.listen_port;
   options.threads = 1;
   options.max_body_bytes = config.limits.max_body_bytes;
+  options.max_connections = ClientConnectionCap(options.max_connections);
   Impl* raw = impl.get();
   TITAN_ASSIGN_OR_RETURN(impl->server,
                          http::Server::Start(options, [raw](http::Exchange& ex) -> awaitable<void> {
@@ -1546,6 +1579,10 @@ void Gateway::Stop() {
     if (!written.ok()) Log(LogLevel::kWarning, "gateway", "{}", written.ToString());
   }
   if (impl->access_log) std::fflush(impl->access_log);
+  // The loop has stopped (its thread joined), but its io_context still exists: connections a
+  // request pooled while the server stopped are closed now, before the io_context goes (an
+  // ASan run found them closed after it, a use after free).
+  for (const auto& r : impl->replicas) r->idle.clear();
   // The coroutines died with the server's loop; nothing refers to the replicas any more.
   impl->server.reset();
 }

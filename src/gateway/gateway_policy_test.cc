@@ -553,6 +553,44 @@ TEST(FairQueueTest, FloodingTenantDoesNotDelayANewcomer) {
   EXPECT_LE(pos, 1) << "the late newcomer waited behind " << pos << " flooding requests";
 }
 
+// A flood that mints a new tenant name for every request (a rotating header or API key) buys
+// no place ahead of a tenant already waiting: with 16 of its requests always queued, alice
+// waits behind at most those 16, however many names the flood uses.
+TEST(FairQueueTest, MintingANewTenantPerRequestDoesNotStarveAWaitingOne) {
+  FairQueue q(ThreeClasses(100'000));
+  uint64_t id = 0;
+  int64_t t = 0;
+  for (int i = 0; i < 16; ++i) q.Push(MakeWaiter(id++, 1, "m" + std::to_string(id), ++t));
+  q.Push(MakeWaiter(id++, 1, "alice", ++t));
+  int alice_served = 0, longest_wait = 0, waited = 0;
+  for (int pop = 0; pop < 20'000; ++pop) {
+    Waiter w = q.Pop();
+    if (w.tenant == "alice") {
+      ++alice_served;
+      longest_wait = std::max(longest_wait, waited);
+      waited = 0;
+      q.Push(MakeWaiter(id++, 1, "alice", ++t));  // closed loop: her next request
+    } else {
+      ++waited;
+      q.Push(MakeWaiter(id++, 1, "m" + std::to_string(id), ++t));  // a fresh name each time
+    }
+  }
+  EXPECT_GE(alice_served, 20'000 / 17 - 1);
+  EXPECT_LE(longest_wait, 16);
+}
+
+// Per-tenant tags do not pile up under such a flood: stale ones are dropped as it goes.
+TEST(FairQueueTest, TagsOfPastTenantsAreDropped) {
+  FairQueue q(ThreeClasses(100'000));
+  uint64_t id = 0;
+  for (int i = 0; i < 16; ++i) q.Push(MakeWaiter(id++, 1, "m" + std::to_string(id), 0));
+  for (int pop = 0; pop < 100'000; ++pop) {
+    q.Pop();
+    q.Push(MakeWaiter(id++, 1, "m" + std::to_string(id), 0));
+  }
+  EXPECT_LE(q.tracked_tenants(), 256u);
+}
+
 TEST(FairQueueTest, FullClassSheds) {
   AdmissionConfig a = ThreeClasses(2);
   FairQueue q(a);
@@ -686,7 +724,9 @@ TEST(FairQueueTest, ReconfigureWithTheSameConfigKeepsTheDispatchOrder) {
   }
   reloaded.Reconfigure(a);
   const std::vector<uint64_t> before = PopAll(q);
-  EXPECT_EQ(before, (std::vector<uint64_t>{6, 2, 7, 3}));
+  // Tags: light 1-3 enter one share behind virtual time 0 (1, 2, 3); heavy 4-6 at 1/3, 2/3, 1;
+  // after 4, 5, 1 (virtual time 1), heavy 7 takes 4/3.
+  EXPECT_EQ(before, (std::vector<uint64_t>{6, 7, 2, 3}));
   EXPECT_EQ(PopAll(reloaded), before);
 }
 

@@ -167,10 +167,11 @@ TEST(GatewayProxyTest, BadInputGetsAClearErrorNamingTheLimit) {
   EXPECT_EQ(g->Counters().invalid, 6u);
 }
 
-// A replica that passes its health checks but answers the API with bytes that are not HTTP.
-class GarbageReplica {
+// A replica that passes its health checks and answers every API request with `answer` (then
+// closes the connection): bytes that are not HTTP, a cut-off body, an error status.
+class ScriptedReplica {
  public:
-  GarbageReplica() {
+  explicit ScriptedReplica(std::string answer) : answer_(std::move(answer)) {
     fd_ = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -182,7 +183,7 @@ class GarbageReplica {
     listen(fd_, 64);
     thread_ = std::thread([this] { Serve(); });
   }
-  ~GarbageReplica() {
+  ~ScriptedReplica() {
     shutdown(fd_, SHUT_RDWR);
     close(fd_);
     thread_.join();
@@ -201,35 +202,66 @@ class GarbageReplica {
         if (n <= 0) break;
         request.append(buffer, static_cast<size_t>(n));
       }
-      const std::string answer =
-          request.starts_with("GET /health")
-              ? "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-              : "this is not HTTP at all\r\n\r\n";
+      const std::string& answer = request.starts_with("GET /health") ? kHealthy
+                                  : request.empty()                  ? kNone
+                                                                     : answer_;
       ssize_t ignored = write(c, answer.data(), answer.size());
       (void)ignored;
       close(c);
     }
   }
+  inline static const std::string kHealthy =
+      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+  inline static const std::string kNone;
+  const std::string answer_;
   int fd_ = -1;
   int port_ = 0;
   std::thread thread_;
 };
 
-TEST(GatewayProxyTest, AReplicaAnsweringGarbageGetsAClear502AndIsCounted) {
-  GarbageReplica garbage;
-  GatewayConfig config = BaseConfig({garbage.port()});
-  config.retries = 0;
+// A replica answering bytes that are not HTTP, or a whole answer cut off before its
+// Content-Length (which was relayed as a 200 with what arrived): a clear 502, counted.
+TEST(GatewayProxyTest, AReplicaAnsweringGarbageOrACutOffBodyGetsAClear502AndIsCounted) {
+  for (const char* answer :
+       {"this is not HTTP at all\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        "{\"choices\":["}) {
+    ScriptedReplica bad(answer);
+    GatewayConfig config = BaseConfig({bad.port()});
+    config.retries = 0;
+    auto g = StartGateway(config);
+    ASSERT_NE(g, nullptr);
+    const bool has_head = std::string_view(answer).starts_with("HTTP/1.1 200");
+    for (bool stream : {false, true}) {
+      http::FetchedResponse r = Post(g->port(), "/v1/completions", Completion(3, stream));
+      // A stream that had begun ends with an upstream_error event instead (docs/gateway.md).
+      EXPECT_EQ(r.status, stream && has_head ? 200 : 502) << answer << "\n" << r.body;
+      EXPECT_NE(r.body.find("upstream_error"), std::string::npos) << r.body;
+    }
+    EXPECT_NE(g->Metrics().find("titan_gateway_upstream_errors_total{replica=\"" +
+                                UrlOf(bad.port()) + "\"} 2"),
+              std::string::npos)
+        << g->Metrics();
+    EXPECT_EQ(g->Counters().in_flight, 0u);
+  }
+}
+
+// A retry with no other ready replica fails at once (502); it does not wait in the queue, and
+// the requests after it are not stuck behind it.
+TEST(GatewayRetryTest, ARetryWithNowhereElseToGoFailsAtOnceAndBlocksNoOne) {
+  ScriptedReplica failing(
+      "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+      "Content-Length: 2\r\n\r\n{}");
+  GatewayConfig config = BaseConfig({failing.port()});
+  config.retries = 1;
+  config.admission.queue_timeout_ns = 2 * kNsPerSecond;
   auto g = StartGateway(config);
   ASSERT_NE(g, nullptr);
-  for (bool stream : {false, true}) {
-    http::FetchedResponse r = Post(g->port(), "/v1/completions", Completion(3, stream));
-    EXPECT_EQ(r.status, 502) << r.body;
-    EXPECT_NE(r.body.find("upstream_error"), std::string::npos) << r.body;
+  for (int i = 0; i < 3; ++i) {
+    http::FetchedResponse r = Post(g->port(), "/v1/completions", Completion(3, false));
+    EXPECT_EQ(r.status, 502) << "request " << i << ": " << r.body;
+    EXPECT_NE(r.body.find("every replica tried failed"), std::string::npos) << r.body;
   }
-  EXPECT_NE(g->Metrics().find("titan_gateway_upstream_errors_total{replica=\"" +
-                              UrlOf(garbage.port()) + "\"} 2"),
-            std::string::npos)
-      << g->Metrics();
   EXPECT_EQ(g->Counters().in_flight, 0u);
 }
 

@@ -125,6 +125,10 @@ int ReportCommand(int argc, char** argv) {
   app.add_option("--title", title, "the page's title")->capture_default_str();
   app.add_flag("-q,--quiet", quiet, "print nothing on success");
   if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
+  if (Status refused = RefuseOutputThatIsAnInput(out, inputs, "-o"); !refused.ok()) {
+    fmt::print(stderr, "report: error: {}\n", refused.message());
+    return 2;
+  }
   Result<Written> written = WriteReportFromPaths(inputs, out, title);
   if (!written.ok()) {
     fmt::print(stderr, "report: error: {}\n", written.status().message());

@@ -99,13 +99,7 @@ Result<MergeStats> MergeTelemetry(const std::vector<std::string>& trace_files,
   // partial file over a good one.
   std::vector<std::string> inputs = trace_files;
   if (!agent_dump.empty()) inputs.push_back(agent_dump);
-  for (const std::string& in : inputs) {
-    std::error_code ec;
-    if (std::filesystem::equivalent(in, out_path, ec)) {
-      return InvalidArgumentError(
-          fmt::format("-o {} is one of the inputs ({}): choose another output file", out_path, in));
-    }
-  }
+  TITAN_RETURN_IF_ERROR(RefuseOutputThatIsAnInput(out_path, inputs, "-o"));
   AtomicFileWriter out;
   TITAN_RETURN_IF_ERROR(out.Open(out_path));
   FILE* f = out.file();
