@@ -18,6 +18,10 @@ USAGE_ERRORS = [
     (["load", "--no-such-flag"], "no-such-flag"),
     (["gateway", "--no-such-flag"], "no-such-flag"),
     (["serve-sim", "--no-such-flag"], "no-such-flag"),
+    # Were accepted: NaN ran at the default rate, negative sizes were read as "not given".
+    (["load", "--url", "http://127.0.0.1:9", "--rate", "nan"], "--rate"),
+    (["gateway", "--replica", "http://127.0.0.1:9", "--max-body-bytes", "-1"], "--max-body-bytes"),
+    (["gateway", "--replica", "http://127.0.0.1:9", "--token-budget", "-5"], "--token-budget"),
     (["ckpt", "verify"], "CKPT is required"),
     # Were accepted and ignored (a misspelt collector), or printed a 300-digit bound.
     (["agent", "--disable", "bogus", "--run-for", "1"],

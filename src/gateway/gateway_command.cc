@@ -77,18 +77,26 @@ int GatewayCommand(int argc, char** argv) {
       ->check(CLI::Range(1, 100000));
   app.add_flag("--adaptive", adaptive, "adapt each replica's in-flight limit to --target-ttft");
   app.add_option("--target-ttft", target_ttft, "TTFT p90 the adaptive limit aims for (500ms)");
-  app.add_option("--token-budget", token_budget, "prompt+max_tokens tokens in flight per replica");
-  app.add_option("--max-queue", max_queue, "waiting requests per class before 429 (1024)");
+  app.add_option("--token-budget", token_budget, "prompt+max_tokens tokens in flight per replica")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--max-queue", max_queue, "waiting requests per class before 429 (1024)")
+      ->check(CLI::Range(size_t{1}, size_t{10'000'000}));
   app.add_option("--queue-timeout", queue_timeout, "longest wait for a seat before 429 (30s)");
-  app.add_option("--max-prompt-tokens", max_prompt_tokens, "longer prompts get 400 (0: none)");
+  app.add_option("--max-prompt-tokens", max_prompt_tokens, "longer prompts get 400 (0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   app.add_option("--long-prompt-tokens", long_prompt_tokens,
-                 "longer prompts go to --long-replica replicas");
-  app.add_option("--max-tokens", max_tokens, "a larger max_tokens gets 400 (0: none)");
-  app.add_option("--max-body-bytes", max_body_bytes, "larger bodies get 413 (8 MiB)");
+                 "longer prompts go to --long-replica replicas")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_option("--max-tokens", max_tokens, "a larger max_tokens gets 400 (0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_option("--max-body-bytes", max_body_bytes, "larger bodies get 413 (8 MiB)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
   app.add_flag("--batching", batching, "merge embeddings and non-streamed completions");
-  app.add_option("--max-batch-size", max_batch_size, "members per merged request (8)");
+  app.add_option("--max-batch-size", max_batch_size, "members per merged request (8)")
+      ->check(CLI::Range(size_t{1}, size_t{4096}));
   app.add_option("--max-queue-delay", max_queue_delay, "longest wait for a batch to fill (2ms)");
-  app.add_option("--retries", retries, "retries on another replica before the first byte (1)");
+  app.add_option("--retries", retries, "retries on another replica before the first byte (1)")
+      ->check(CLI::Range(0, 10));
   app.add_option("--ttft-slo", ttft_slo, "TTFT target for the SLO-attainment metric");
   app.add_option("--health-interval", health_interval, "between health checks (1s)");
   app.add_option("--outlier-interval", outlier_interval, "outlier evaluation interval (1s)");

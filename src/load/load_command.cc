@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -115,7 +116,14 @@ void AddRunFlags(CLI::App* app, Flags* f) {
                    "arrival process: R | constant:rate=R | poisson:rate=R | "
                    "gamma:rate=R,burstiness=B | burst:quiet=10s,size=50[,repeat=K][,rate=R] | "
                    "stages:10x30s,50x30s | ramp:from=1,to=100,over=60s (default poisson:rate=10)");
-  when->add_option("--rate", f->rate, "shortcut for --arrivals poisson:rate=R");
+  when->add_option("--rate", f->rate, "shortcut for --arrivals poisson:rate=R")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            double rate = 0;
+            const bool number = CLI::detail::lexical_cast(text, rate);
+            return number && std::isfinite(rate) && rate > 0 ? "" : "a positive request rate";
+          },
+          "RATE"));
   when->add_option("--duration", f->duration, "schedule length")
       ->check(Duration(true))
       ->capture_default_str();
