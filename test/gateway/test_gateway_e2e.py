@@ -9,7 +9,9 @@ import contextlib
 import json
 import os
 import re
+import resource
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -49,15 +51,18 @@ def wait_for(check, timeout=60, what="condition"):
 
 
 @contextlib.contextmanager
-def gateway(*args, ready=None):
+def gateway(*args, ready=None, nofile=None):
     """A real `titan gateway` process on an ephemeral port; its event log is read back as
-    `events()`. SIGTERM at the end (a drain), then the test checks it exited 0."""
+    `events()`. SIGTERM at the end (a drain), then the test checks it exited 0. `nofile`: its
+    descriptor limit (RLIMIT_NOFILE), when given."""
     with tempfile.TemporaryDirectory() as d:
         events_path = os.path.join(d, "events.jsonl")
         proc = subprocess.Popen(
             [TITAN, "gateway", "--listen", "127.0.0.1:0", "--event-log", events_path,
              "--health-interval", "200ms", *args],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile)))
+            if nofile else None)
         try:
             url = None
             while url is None:
@@ -232,6 +237,32 @@ def test_prefix_affinity_raises_llama_server_prompt_cache_reuse():
 def pids_on_port(port):
     out = subprocess.run(["pgrep", "-f", "--", f"--port {port}( |$)"], capture_output=True, text=True)
     return [int(p) for p in out.stdout.split()]
+
+
+def test_idle_connections_up_to_the_descriptor_limit_do_not_eject_a_healthy_replica():
+    # With 128 descriptors the gateway takes (128 - 64) / 2 = 32 client connections; 200 idle
+    # ones must not leave it without descriptors for its own health checks (a probe saw
+    # "accept failed: Too many open files", then its only replica ejected for "2 failed health
+    # checks in a row", so every client got 503).
+    with serve_sim("--itl-base", "1ms") as (sim, _):
+        with gateway("--replica", sim, nofile=128) as (gw, _, events):
+            port = int(gw.rsplit(":", 1)[1])
+            idle = []
+            try:
+                for _ in range(200):
+                    idle.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+                time.sleep(2)  # 10 health checks (the fixture's 200 ms)
+            finally:
+                for s in idle:
+                    s.close()
+            ejected = [e for e in events() if e["type"] == "eject"]
+            assert not ejected, ejected
+            wait_for(lambda: replicas(gw)[0]["state"] == "ready", 10, "the replica ready")
+            body = json.dumps({"prompt": "hi", "max_tokens": 2}).encode()
+            req = urllib.request.Request(gw + "/v1/completions", body,
+                                         {"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                assert r.status == 200
 
 
 def test_kill_9_of_a_launched_replica_mid_stream_is_survived_and_it_comes_back():
