@@ -69,28 +69,11 @@ Result<int> OpenInPlace(const std::string& path) {
 }  // namespace
 
 Status WriteFileAtomically(const std::string& path, std::string_view content) {
-  if (path == "-") {
-    Status s = WriteAll(STDOUT_FILENO, content, "standard output");
-    return s;
-  }
-  TITAN_ASSIGN_OR_RETURN(const Target target, ResolveTarget(path));
-  if (target.in_place) {
-    TITAN_ASSIGN_OR_RETURN(const int fd, OpenInPlace(target.path));
-    Status status = WriteAll(fd, content, target.path);
-    if (close(fd) != 0 && status.ok()) status = ErrnoError(errno, "closing " + target.path);
-    return status;
-  }
-  const std::string tmp = TemporaryName(target.path);
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError(errno, "creating " + tmp);
-  Status status = WriteAll(fd, content, tmp);
-  if (status.ok() && fsync(fd) != 0) status = ErrnoError(errno, "flushing " + tmp);
-  if (close(fd) != 0 && status.ok()) status = ErrnoError(errno, "closing " + tmp);
-  if (status.ok() && rename(tmp.c_str(), target.path.c_str()) != 0) {
-    status = ErrnoError(errno, "renaming " + tmp + " to " + target.path);
-  }
-  if (!status.ok()) unlink(tmp.c_str());
-  return status;
+  if (path == "-") return WriteAll(STDOUT_FILENO, content, "standard output");
+  AtomicFileWriter writer;
+  TITAN_RETURN_IF_ERROR(writer.Open(path));
+  std::fwrite(content.data(), 1, content.size(), writer.file());  // Commit checks the stream
+  return writer.Commit();
 }
 
 Status RefuseOutputThatIsAnInput(const std::string& output, const std::vector<std::string>& inputs,

@@ -300,12 +300,6 @@ struct Gateway::Impl {
     if (!r.health.Routable()) FailQueuedWithoutReplicas();
   }
 
-  bool PoolHasReady(const std::string& pool) const {
-    for (const auto& r : replicas) {
-      if (!r->removed && r->pool == pool && r->health.Routable()) return true;
-    }
-    return false;
-  }
   // A ready replica of `t`'s pool that `t` has not tried yet (a retry goes elsewhere or fails).
   bool PoolHasUntried(const Ticket& t) const {
     for (const auto& r : replicas) {
@@ -501,7 +495,9 @@ struct Gateway::Impl {
     bool upstream_failed = false;  // the replica failed (not the client)
     bool cut_off = false;          // the answer's transport failed after its head (truncated,
                                    // malformed, over the relay bound): never relayed as is
-    bool retry = false;            // failed before its first byte: may go elsewhere
+    // A whole answer to pass on: a head came and its body arrived complete.
+    bool answered() const { return status != 0 && !cut_off; }
+    bool retry = false;  // failed before its first byte: may go elsewhere
     bool client_gone = false;
     int64_t sent_ns = 0, first_ns = 0;
     std::string error;
@@ -930,7 +926,7 @@ struct Gateway::Impl {
         if (a.upstream_failed) c.reason = "upstream";
         co_return;
       }
-      if (a.status == 0 || a.cut_off) {
+      if (!a.answered()) {
         c.reason = "upstream";
         const std::string why = fmt::format("the replica failed: {}", a.error);
         co_await RespondError(ex, c, 502, "upstream_error", why, kNoHeaders);
@@ -1050,12 +1046,11 @@ struct Gateway::Impl {
         t.assigned = nullptr;
         continue;
       }
-      if (a.status != 200 || a.cut_off) {
-        const bool answered = a.status != 0 && !a.cut_off;
-        finish(answered ? a.status : 502,
-               answered ? a.body
-                        : http::JsonError(fmt::format("the replica failed: {}", a.error),
-                                          "upstream_error", 502));
+      if (a.status != 200 || !a.answered()) {
+        finish(a.answered() ? a.status : 502,
+               a.answered() ? a.body
+                            : http::JsonError(fmt::format("the replica failed: {}", a.error),
+                                              "upstream_error", 502));
         co_return;
       }
       Result<std::vector<std::string>> parts = SplitResponse(batch.endpoint, a.body, prompt_bytes);
@@ -1100,7 +1095,7 @@ struct Gateway::Impl {
     Answer a = co_await Forward(*r, up, false, false, &ex, c.request_id);
     Release(r, 0);
     if (ex.responded() || a.client_gone) co_return;
-    if (a.status == 0 || a.cut_off) {
+    if (!a.answered()) {
       co_await RespondError(ex, c, 502, "upstream_error", a.error, kNoHeaders);
       co_return;
     }

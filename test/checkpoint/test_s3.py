@@ -221,57 +221,54 @@ class S3CheckpointTest(unittest.TestCase):
         self.assertEqual(ck.latest_step(url), 1)
         self.assertEqual(ck.list_steps(url), [1])
 
-    def test_a_full_store_is_a_clear_error_and_keeps_the_previous(self):
-        # A bucket quota makes the gateway answer 403 QuotaExceeded, as a full store does.
-        bucket = "full-store"
+    def bucket_with_one_checkpoint(self, bucket, seed):
+        """A new bucket holding step 1 at s3://BUCKET/run; returns (url, the saved state)."""
         self.rgw.make_bucket(bucket)
         url = f"s3://{bucket}/run"
-        first = {"w": tensors(1, 21), "step": 1}
+        first = {"w": tensors(1, seed), "step": 1}
         ck.save(first, 1, async_=False, dir=url)
-        self.rgw.set_bucket_quota(bucket, max_objects=len(self.rgw.list_keys(bucket, "run/")))
+        return url, first
+
+    def assert_save_refused_and_previous_kept(self, url, first, seed, *said):
+        """A child's save of step 2 fails saying each of `said` and naming the key; step 1 is
+        still the only checkpoint and loads bit for bit."""
+        saver = self.saver(url, 2, 1, seed)
+        _, err = saver.communicate(timeout=120)
+        self.assertNotEqual(saver.returncode, 0)
+        for words in (*said, f"{url}/step_0000000002/"):
+            self.assertIn(words, err)
+        self.assertEqual(ck.list_steps(url), [1])
+        fresh = {"w": tensors(1, 99), "step": -1}
+        self.assertEqual(ck.load_latest(url, fresh), 1)
+        self.assertTrue(all(torch.equal(fresh["w"][k], first["w"][k]) for k in first["w"]))
+
+    def test_a_full_store_is_a_clear_error_and_keeps_the_previous(self):
+        # A bucket quota makes the gateway answer 403 QuotaExceeded, as a full store does.
+        url, first = self.bucket_with_one_checkpoint("full-store", 21)
+        self.rgw.set_bucket_quota("full-store",
+                                  max_objects=len(self.rgw.list_keys("full-store", "run/")))
         try:
-            saver = self.saver(url, 2, 1, 22)
-            _, err = saver.communicate(timeout=120)
-            self.assertNotEqual(saver.returncode, 0)
-            self.assertIn("RESOURCE_EXHAUSTED", err)
-            self.assertIn("QuotaExceeded", err)
-            self.assertIn(f"s3://{bucket}/run/step_0000000002/", err)  # bucket and key named
-            self.assertIn("free space or raise the quota", err)  # what to do
-            # The previous checkpoint is intact, and gc can still make room.
-            self.assertEqual(ck.list_steps(url), [1])
-            fresh = {"w": tensors(1, 99), "step": -1}
-            self.assertEqual(ck.load_latest(url, fresh), 1)
-            self.assertTrue(all(torch.equal(fresh["w"][k], first["w"][k]) for k in first["w"]))
+            self.assert_save_refused_and_previous_kept(
+                url, first, 22, "RESOURCE_EXHAUSTED", "QuotaExceeded",
+                "free space or raise the quota")
             self.assertIn("0 bad", self.titan("ckpt", "verify", url).stdout)
         finally:
-            self.rgw.set_bucket_quota(bucket, max_objects=-1)
+            self.rgw.set_bucket_quota("full-store", max_objects=-1)
         # With room again, the next save lands.
         ck.save({"w": tensors(1, 23), "step": 3}, 3, async_=False, dir=url)
         self.assertEqual(ck.list_steps(url), [1, 3])
 
     def test_a_read_only_bucket_is_a_clear_error_and_keeps_the_previous(self):
         # A bucket policy that denies PutObject to everyone: the store is read-only.
-        bucket = "read-only-store"
-        self.rgw.make_bucket(bucket)
-        url = f"s3://{bucket}/run"
-        first = {"w": tensors(1, 31), "step": 1}
-        ck.save(first, 1, async_=False, dir=url)
+        url, first = self.bucket_with_one_checkpoint("read-only-store", 31)
         deny = {"Version": "2012-10-17",
                 "Statement": [{"Effect": "Deny", "Principal": "*", "Action": ["s3:PutObject"],
-                               "Resource": [f"arn:aws:s3:::{bucket}/*"]}]}
-        r = self.rgw.request("PUT", bucket, query={"policy": ""}, data=json.dumps(deny).encode())
+                               "Resource": ["arn:aws:s3:::read-only-store/*"]}]}
+        r = self.rgw.request("PUT", "read-only-store", query={"policy": ""},
+                             data=json.dumps(deny).encode())
         self.assertEqual(r.status, 204, r.body)
-        saver = self.saver(url, 2, 1, 32)
-        _, err = saver.communicate(timeout=120)
-        self.assertNotEqual(saver.returncode, 0)
-        self.assertIn("PERMISSION_DENIED", err)
-        self.assertIn("AccessDenied", err)
-        self.assertIn(f"s3://{bucket}/run/step_0000000002/", err)
-        self.assertIn("the bucket's policy", err)  # what to check
-        self.assertEqual(ck.list_steps(url), [1])
-        fresh = {"w": tensors(1, 99), "step": -1}
-        self.assertEqual(ck.load_latest(url, fresh), 1)  # reading still works
-        self.assertTrue(all(torch.equal(fresh["w"][k], first["w"][k]) for k in first["w"]))
+        self.assert_save_refused_and_previous_kept(
+            url, first, 32, "PERMISSION_DENIED", "AccessDenied", "the bucket's policy")
 
     def test_kill_9_during_upload_keeps_the_previous_checkpoint(self):
         url = self.url("killed")
