@@ -108,7 +108,8 @@ Result<MergeStats> MergeTelemetry(const std::vector<std::string>& trace_files,
   for (const std::string& path : trace_files) {
     // First pass: rank and clock (small: metadata only is kept).
     TITAN_ASSIGN_OR_RETURN(RankTrace meta,
-                           ImportTraceFile(path, RankRule{.single_file = trace_files.size() == 1}));
+                           ImportTraceFile(path, RankRule{.single_file = trace_files.size() == 1},
+                                           ImportThreads::kTwo));
     if (!meta.wall_clock) {
       stats.warnings.push_back(fmt::format(
           "{}: the trace has no wall clock (legacy profiler); its events keep their own "

@@ -81,13 +81,13 @@ void WarnAboutMalformedEvents(RankTrace* t, const FirstMalformedEvent& first) {
 
 }  // namespace
 
-Result<RankTrace> ImportTrace(ByteSource* source, const std::string& name) {
+Result<RankTrace> ImportTrace(ByteSource* source, const std::string& name, ImportThreads threads) {
   RankTrace trace;
   trace.path = name;
   const TraceImporter* importer = nullptr;
   EventParseOptions options;
   FirstMalformedEvent first_malformed;
-  JsonStream stream(source, name);
+  JsonStream stream(source, name, threads == ImportThreads::kTwo);
   JsonStream::Handler handler;
   handler.on_top_level = [&](TopLevel top) -> Status {
     for (const TraceImporter* candidate : Importers()) {
@@ -111,6 +111,7 @@ Result<RankTrace> ImportTrace(ByteSource* source, const std::string& name) {
   bool saw_events = false;
   TITAN_RETURN_IF_ERROR(stream.Run(handler, &top, &saw_events));
   trace.input_bytes = stream.bytes_read();
+  trace.import_threads = stream.used_worker() ? 2 : 1;
   TITAN_RETURN_IF_ERROR(RefuseIfNothingUsable(trace, first_malformed));
   TITAN_RETURN_IF_ERROR(importer->Finish(saw_events, &trace));
   WarnAboutMalformedEvents(&trace, first_malformed);
@@ -142,9 +143,10 @@ int64_t RankFromFileName(std::string_view path) {
   return rank;
 }
 
-Result<RankTrace> ImportTraceFile(const std::string& path, const RankRule& rule) {
+Result<RankTrace> ImportTraceFile(const std::string& path, const RankRule& rule,
+                                  ImportThreads threads) {
   TITAN_ASSIGN_OR_RETURN(std::unique_ptr<ByteSource> source, OpenTraceFile(path));
-  TITAN_ASSIGN_OR_RETURN(RankTrace trace, ImportTrace(source.get(), path));
+  TITAN_ASSIGN_OR_RETURN(RankTrace trace, ImportTrace(source.get(), path, threads));
   if (rule.forced >= 0) {
     if (!trace.rank_problem.empty()) {
       trace.warnings.push_back(

@@ -31,9 +31,23 @@ std::string Gzip(std::string_view data) {
   return out;
 }
 
-Result<RankTrace> FromMemory(const std::string& data, const std::string& name = "mem.json") {
+Result<RankTrace> FromMemory(const std::string& data, const std::string& name = "mem.json",
+                             ImportThreads threads = ImportThreads::kOne) {
   auto source = MemorySource(data, name);
-  return ImportTrace(source.get(), name);
+  return ImportTrace(source.get(), name, threads);
+}
+
+// More than 8 MiB of events (several buffer refills and batches) whose names and args hold
+// JSON-like text and escapes, pretty-printed or on one line.
+std::string LargeKinetoDoc(bool pretty, int n) {
+  std::string events;
+  for (int i = 0; i < n; ++i) {
+    if (i) events += pretty ? ",\n  " : ",";
+    events += fmt::format(
+        R"({{"ph": "X", "cat": "cpu_op", "name": "op \"{}\" }}, {{ [x] \\", "pid": 1, "tid": 2, "ts": {}.5, "dur": 3, "args": {{"note": "a,b}}]{{", "nested": [[1, 2], {{"k": "v"}}]}}}})",
+        i, 1000 + i);
+  }
+  return R"({"traceEvents": [)" + events + R"(], "distributedInfo": {"rank": 5}})";
 }
 
 using testing::TempDir;
@@ -86,18 +100,9 @@ TEST(KinetoImporter, ReadsEventsMetadataAndCollectives) {
 }
 
 TEST(KinetoImporter, LargeTracesCrossBatchAndBufferBoundaries) {
-  // Names with JSON-like content and escapes stress the structural scan; > 8 MiB forces
-  // several buffer refills and batches, single-line and pretty-printed.
   for (bool pretty : {false, true}) {
-    std::string events;
     const int n = 60000;
-    for (int i = 0; i < n; ++i) {
-      if (i) events += pretty ? ",\n  " : ",";
-      events += fmt::format(
-          R"({{"ph": "X", "cat": "cpu_op", "name": "op \"{}\" }}, {{ [x] \\", "pid": 1, "tid": 2, "ts": {}.5, "dur": 3, "args": {{"note": "a,b}}]{{", "nested": [[1, 2], {{"k": "v"}}]}}}})",
-          i, 1000 + i);
-    }
-    std::string doc = R"({"traceEvents": [)" + events + R"(], "distributedInfo": {"rank": 5}})";
+    std::string doc = LargeKinetoDoc(pretty, n);
     ASSERT_GT(doc.size(), 8u << 20);
     for (bool gz : {false, true}) {
       Result<RankTrace> t = FromMemory(gz ? Gzip(doc) : doc);
@@ -108,8 +113,95 @@ TEST(KinetoImporter, LargeTracesCrossBatchAndBufferBoundaries) {
       EXPECT_EQ(t->ops[n - 1].ts_ns, (1000 + n - 1) * 1000 + 500);
       EXPECT_EQ(t->Name(t->ops[7]), "op \"7\" }, { [x] \\");
       EXPECT_EQ(t->input_bytes, doc.size());
+      EXPECT_EQ(t->import_threads, 1);
     }
   }
+}
+
+// Everything an importer fills in, for comparing two imports of one document.
+void ExpectSameTrace(const RankTrace& a, const RankTrace& b) {
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    ASSERT_EQ(a.ops[i].ts_ns, b.ops[i].ts_ns) << i;
+    ASSERT_EQ(a.ops[i].dur_ns, b.ops[i].dur_ns) << i;
+    ASSERT_EQ(a.ops[i].kind, b.ops[i].kind) << i;
+    ASSERT_EQ(a.ops[i].correlation, b.ops[i].correlation) << i;
+    ASSERT_EQ(a.ops[i].stream, b.ops[i].stream) << i;
+    ASSERT_EQ(a.ops[i].collective, b.ops[i].collective) << i;
+    ASSERT_EQ(a.Name(a.ops[i]), b.Name(b.ops[i])) << i;
+  }
+  EXPECT_EQ(a.collectives.size(), b.collectives.size());
+  EXPECT_EQ(a.rank, b.rank);
+  EXPECT_EQ(a.world_size, b.world_size);
+  EXPECT_EQ(a.input_bytes, b.input_bytes);
+  EXPECT_EQ(a.stats.events, b.stats.events);
+  EXPECT_EQ(a.stats.complete_events, b.stats.complete_events);
+  EXPECT_EQ(a.stats.malformed(), b.stats.malformed());
+  EXPECT_EQ(a.hta_float_ts, b.hta_float_ts);
+  EXPECT_EQ(a.hta_dur_float, b.hta_dur_float);
+  EXPECT_EQ(a.first_op_is_first_event, b.first_op_is_first_event);
+  EXPECT_EQ(a.warnings, b.warnings);
+}
+
+TEST(KinetoImporter, TwoThreadsImportWhatOneDoes) {
+  testing::SyntheticOptions o;
+  o.steps = 400;
+  o.rank = 2;
+  for (const std::string& doc :
+       {LargeKinetoDoc(false, 60000), LargeKinetoDoc(true, 60000), testing::KinetoTrace(o)}) {
+    for (bool gz : {false, true}) {
+      std::string data = gz ? Gzip(doc) : doc;
+      Result<RankTrace> one = FromMemory(data);
+      Result<RankTrace> two = FromMemory(data, "mem.json", ImportThreads::kTwo);
+      ASSERT_TRUE(one.ok()) << one.status().ToString();
+      ASSERT_TRUE(two.ok()) << two.status().ToString();
+      EXPECT_EQ(one->import_threads, 1);
+      EXPECT_EQ(two->import_threads, 2);
+      ExpectSameTrace(*one, *two);
+    }
+  }
+}
+
+TEST(KinetoImporter, TwoThreadsFailWithTheSameErrorAsOne) {
+  const std::string good = LargeKinetoDoc(true, 60000);
+  const size_t late = good.size() - good.size() / 5;  // several batches in
+  auto replace_at = [&](size_t at, std::string_view what, std::string_view with) {
+    std::string bad = good;
+    at = bad.find(what, at);
+    bad.replace(at, what.size(), with);
+    return bad;
+  };
+  std::string skipped = replace_at(late, "\"ts\": ", "\"ts\": \"x\", \"y\": ");
+  struct Case {
+    const char* what;
+    std::string doc;
+  } cases[] = {
+      {"malformed JSON in a late event", replace_at(late, "\"ts\": ", "\"ts\": @")},
+      {"invalid UTF-8 in a late event", replace_at(late, "cpu_op", "cpu\xff\xfe")},
+      {"truncated inside the events", good.substr(0, late)},
+      // Cut between two events: the scan reaches the end only after handing over the batch.
+      {"a malformed event, then cut short in the same batch",
+       replace_at(late, "\"ts\": ", "\"ts\": @").substr(0, good.find("},\n", late + 3000) + 2)},
+      {"an event that is not an object", replace_at(late, "{\"ph\"", "7, {\"ph\"")},
+      {"a malformed member after the events",
+       good.substr(0, good.size() - 1) + R"(, "deviceProperties": [{"name": tru}]})"},
+  };
+  for (const Case& c : cases) {
+    for (bool gz : {false, true}) {
+      std::string data = gz ? Gzip(c.doc) : c.doc;
+      Result<RankTrace> one = FromMemory(data);
+      Result<RankTrace> two = FromMemory(data, "mem.json", ImportThreads::kTwo);
+      ASSERT_FALSE(one.ok()) << c.what;
+      ASSERT_FALSE(two.ok()) << c.what;
+      EXPECT_EQ(one.status().ToString(), two.status().ToString()) << c.what << (gz ? " (gz)" : "");
+    }
+  }
+  // A malformed "ts" is skipped and counted, and both name the same first one.
+  Result<RankTrace> one = FromMemory(skipped);
+  Result<RankTrace> two = FromMemory(skipped, "mem.json", ImportThreads::kTwo);
+  ASSERT_TRUE(one.ok() && two.ok());
+  EXPECT_EQ(two->stats.malformed_ts, 1u);
+  ExpectSameTrace(*one, *two);
 }
 
 TEST(LegacyImporter, ReadsTheAutogradProfilerArray) {

@@ -1,5 +1,7 @@
 #include "src/trace/importers/json_stream.h"
 
+#include <array>
+#include <cstdint>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -10,6 +12,14 @@ namespace {
 constexpr size_t kInitialBufferBytes = 4 << 20;
 constexpr size_t kBatchBytes = 1 << 20;
 constexpr size_t kMaxValueBytes = size_t{1} << 31;  // one event or member larger than 2 GiB: no
+
+// +1 for an opening bracket, -1 for a closing one, 0 for every other structural character.
+constexpr std::array<int8_t, 256> kBracketDepth = [] {
+  std::array<int8_t, 256> t{};
+  t['{'] = t['['] = 1;
+  t['}'] = t[']'] = -1;
+  return t;
+}();
 
 inline bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 inline bool EndsScalar(char c) { return c == ',' || c == '}' || c == ']' || IsSpace(c); }
@@ -114,19 +124,22 @@ Result<size_t> JsonStream::ValueEnd() {
   }
 }
 
-Status JsonStream::LocateMalformedEvent(Status original) {
-  // Find the first event that does not parse on its own, to name its offset.
-  for (size_t i = 0; i < element_begin_.size(); ++i) {
-    size_t e_begin = element_begin_[i];
-    size_t e_end = i + 1 < element_begin_.size() ? element_begin_[i + 1] : batch_end_;
-    if (i + 1 < element_begin_.size()) {  // drop the separating comma
-      while (e_end > e_begin && buf_[e_end - 1] != ',') --e_end;
+Status JsonStream::LocateMalformedEvent(const EventBatchBytes& batch, Status original) const {
+  // Find the first event that does not parse on its own, to name its offset. Runs on whichever
+  // thread parsed the batch, hence its own parser.
+  simdjson::dom::parser parser;
+  const std::vector<uint32_t>& begins = batch.element_begin;
+  for (size_t i = 0; i < begins.size(); ++i) {
+    size_t e_begin = begins[i];
+    size_t e_end = i + 1 < begins.size() ? begins[i + 1] : batch.len - 1;  // before ']'
+    if (i + 1 < begins.size()) {  // drop the separating comma
+      while (e_end > e_begin && batch.bytes[e_end - 1] != ',') --e_end;
       if (e_end > e_begin) --e_end;
     }
-    std::string one(buf_.data() + e_begin, e_end - e_begin);
+    std::string one(batch.bytes.data() + e_begin, e_end - e_begin);
     simdjson::dom::element ignored;
-    if (auto error = parser_.parse(one).get(ignored)) {
-      return Error(StatusCode::kInvalidArgument, base_ + e_begin,
+    if (auto error = parser.parse(one).get(ignored)) {
+      return Error(StatusCode::kInvalidArgument, batch.doc_offset + e_begin,
                    fmt::format("malformed JSON in the trace event starting here ({})",
                                simdjson::error_message(error)));
     }
@@ -140,23 +153,33 @@ Status JsonStream::LocateMalformedEvent(Status original) {
 Status JsonStream::ParseBatch(const Handler& handler) {
   size_t begin = element_begin_.front();
   size_t len = batch_end_ - begin + 2;
-  if (batch_.size() < len + simdjson::SIMDJSON_PADDING) {
-    batch_.resize(len + simdjson::SIMDJSON_PADDING);
+  std::vector<char>& bytes = batch_.bytes;
+  if (bytes.size() < len + simdjson::SIMDJSON_PADDING) {
+    bytes.resize(len + simdjson::SIMDJSON_PADDING);
   }
-  batch_[0] = '[';
-  std::memcpy(batch_.data() + 1, buf_.data() + begin, batch_end_ - begin);
-  batch_[len - 1] = ']';
-  std::memset(batch_.data() + len, ' ', simdjson::SIMDJSON_PADDING);
+  bytes[0] = '[';
+  std::memcpy(bytes.data() + 1, buf_.data() + begin, batch_end_ - begin);
+  bytes[len - 1] = ']';
+  std::memset(bytes.data() + len, ' ', simdjson::SIMDJSON_PADDING);
+  batch_.len = len;
+  batch_.doc_offset = static_cast<int64_t>(base_ + begin) - 1;
+  batch_.element_begin.clear();
+  for (size_t b : element_begin_) {
+    batch_.element_begin.push_back(static_cast<uint32_t>(b - begin + 1));
+  }
   if (handler.on_batch) {
-    Status status = handler.on_batch(batch_.data(), len, batch_.size(),
-                                     static_cast<int64_t>(base_ + begin) - 1);
-    if (!status.ok()) return LocateMalformedEvent(status);
-    return OkStatus();
+    if (!pipelined_) return HandleBatch(handler, batch_);
+    if (!pipeline_) {
+      pipeline_ = std::make_unique<BatchPipeline>(
+          [this, &handler](const EventBatchBytes& batch) { return HandleBatch(handler, batch); });
+      used_worker_ = true;
+    }
+    return pipeline_->Submit(&batch_);
   }
   simdjson::dom::element root;
-  if (parser_.parse(batch_.data(), len, false).get(root)) {
-    return LocateMalformedEvent(
-        Error(StatusCode::kInvalidArgument, base_ + begin, "malformed JSON in trace events"));
+  if (parser_.parse(bytes.data(), len, false).get(root)) {
+    return LocateMalformedEvent(batch_, Error(StatusCode::kInvalidArgument, base_ + begin,
+                                              "malformed JSON in trace events"));
   }
   simdjson::dom::array events = root.get_array().value_unsafe();
   size_t i = 0;
@@ -172,6 +195,15 @@ Status JsonStream::ParseBatch(const Handler& handler) {
   }
   return OkStatus();
 }
+
+Status JsonStream::HandleBatch(const Handler& handler, const EventBatchBytes& batch) const {
+  Status status =
+      handler.on_batch(batch.bytes.data(), batch.len, batch.bytes.size(), batch.doc_offset);
+  if (!status.ok()) return LocateMalformedEvent(batch, status);
+  return OkStatus();
+}
+
+Status JsonStream::DrainPipeline() { return pipeline_ ? pipeline_->Drain() : OkStatus(); }
 
 Status JsonStream::StreamArray(const Handler& handler) {
   ++pos_;  // '['
@@ -231,58 +263,59 @@ Status JsonStream::StreamArray(const Handler& handler) {
     uint32_t n = region > 0 ? stage1_->n_structural_indexes : 0;
     const uint32_t* idx = region > 0 ? stage1_->structural_indexes.get() : nullptr;
     const size_t origin = pos_;
+    const char* b = buf_.data();
+    while (n > 0 && origin + idx[n - 1] >= end_) --n;  // the quote appended for the scan
     element_begin_.clear();
     int depth = 0;
     bool expect_value = first;
     size_t element_start = 0;
     bool finished = false;
     for (uint32_t k = 0; k < n; ++k) {
-      size_t p = origin + idx[k];
-      if (p >= end_) break;
-      char c = buf_[p];
-      if (depth == 0) {
-        if (c == ']' && (!expect_value || first)) {
-          finished = true;
-          pos_ = p + 1;
-          break;
+      if (depth > 0) {
+        // Inside an event only brackets count: the hot loop, one table add per structural.
+        do {
+          depth += kBracketDepth[static_cast<uint8_t>(b[origin + idx[k]])];
+        } while (depth > 0 && ++k < n);
+        if (depth > 0) break;  // the region ends inside this event
+        size_t p = origin + idx[k];
+        element_begin_.push_back(element_start);
+        batch_end_ = p + 1;
+        pos_ = p + 1;
+        first = false;
+        expect_value = false;
+        if (batch_end_ - element_begin_.front() >= kBatchBytes) {
+          TITAN_RETURN_IF_ERROR(ParseBatch(handler));
+          element_begin_.clear();
         }
-        if (c == ',') {
-          if (expect_value) {
-            return Error(StatusCode::kInvalidArgument, base_ + p,
-                         "malformed JSON: unexpected ',' in the trace events array");
-          }
-          expect_value = true;
-          continue;
-        }
-        if (!expect_value) {
-          return Error(StatusCode::kInvalidArgument, base_ + p,
-                       fmt::format("malformed JSON: expected ',' or ']' between trace events, "
-                                   "found '{}'",
-                                   c));
-        }
-        if (c != '{') {
-          return Error(StatusCode::kInvalidArgument, base_ + p,
-                       "a trace event is not a JSON object; not a profiler trace");
-        }
-        element_start = p;
-        depth = 1;
         continue;
       }
-      if (c == '{' || c == '[') {
-        ++depth;
-      } else if (c == '}' || c == ']') {
-        if (--depth == 0) {
-          element_begin_.push_back(element_start);
-          batch_end_ = p + 1;
-          pos_ = p + 1;
-          first = false;
-          expect_value = false;
-          if (batch_end_ - element_begin_.front() >= kBatchBytes) {
-            TITAN_RETURN_IF_ERROR(ParseBatch(handler));
-            element_begin_.clear();
-          }
-        }
+      size_t p = origin + idx[k];
+      char c = b[p];
+      if (c == ']' && (!expect_value || first)) {
+        finished = true;
+        pos_ = p + 1;
+        break;
       }
+      if (c == ',') {
+        if (expect_value) {
+          return Error(StatusCode::kInvalidArgument, base_ + p,
+                       "malformed JSON: unexpected ',' in the trace events array");
+        }
+        expect_value = true;
+        continue;
+      }
+      if (!expect_value) {
+        return Error(StatusCode::kInvalidArgument, base_ + p,
+                     fmt::format("malformed JSON: expected ',' or ']' between trace events, "
+                                 "found '{}'",
+                                 c));
+      }
+      if (c != '{') {
+        return Error(StatusCode::kInvalidArgument, base_ + p,
+                     "a trace event is not a JSON object; not a profiler trace");
+      }
+      element_start = p;
+      depth = 1;
     }
     if (!element_begin_.empty()) TITAN_RETURN_IF_ERROR(ParseBatch(handler));
     if (finished) return OkStatus();
@@ -296,6 +329,15 @@ Status JsonStream::StreamArray(const Handler& handler) {
 }
 
 Status JsonStream::Run(const Handler& handler, TopLevel* top_level, bool* saw_events) {
+  used_worker_ = false;
+  Status status = RunDocument(handler, top_level, saw_events);
+  // The worker's error, if any, comes from an earlier batch than anything found here since.
+  Status worker = DrainPipeline();
+  pipeline_.reset();
+  return worker.ok() ? status : worker;
+}
+
+Status JsonStream::RunDocument(const Handler& handler, TopLevel* top_level, bool* saw_events) {
   *saw_events = false;
   TITAN_ASSIGN_OR_RETURN(char c, PeekNonSpace());
   // A UTF-8 byte order mark is tolerated.
@@ -385,6 +427,7 @@ Status JsonStream::Run(const Handler& handler, TopLevel* top_level, bool* saw_ev
           StatusCode::kInvalidArgument, at,
           fmt::format("malformed JSON in member \"{}\" ({})", key, simdjson::error_message(error)));
     }
+    TITAN_RETURN_IF_ERROR(DrainPipeline());  // on_member never runs beside on_batch
     TITAN_RETURN_IF_ERROR(handler.on_member(key, value, OffsetMap{static_cast<int64_t>(at)}));
   }
 }
