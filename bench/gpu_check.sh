@@ -16,6 +16,12 @@
 #     sample buffer must have given more power points than Collect() calls (sub-interval data).
 #  4. Agent (if BUILD_DIR/tools/titan/titan exists): `titan agent` runs 30 s (under load again
 #     if torch+CUDA); its /metrics must carry titan_gpu_* for every GPU and report the load.
+#  5. Checkpoint staging (if torch+CUDA and BUILD_DIR/python/titan/_titan*.so): async
+#     titan.checkpoint.save() of ~1.4 GiB of CUDA tensors (every tensor changed between saves),
+#     5 times; the median time save() blocks must be <= 1.5x the median plain
+#     `pinned.copy_(t, non_blocking=True)` of every tensor + torch.cuda.synchronize() (the same
+#     bytes into preallocated pinned memory), and the last checkpoint must load back equal.
+#     Prints both times, last_stats()'s d2h_s, and the old .cpu() path's time for reference.
 # Prints PASS/FAIL/SKIP lines and a summary; exit 0 when nothing failed. Logs go to $OUT_DIR
 # (default: a fresh temporary directory, printed).
 set -uo pipefail
@@ -223,6 +229,97 @@ if [ -x "$TITAN" ]; then
   grep -E '^titan_gpu_(utilization_ratio|power_watts|temperature_celsius|sm_clock_hertz)\{gpu="0"' "$OUT/metrics.txt" | head
 else
   skip "titan agent: no $TITAN (build it with scripts/build.sh release to include this step)"
+fi
+
+# ---- 5. Checkpoint: save() blocking time of CUDA tensors (the GPU path, python/titan/_staging.py).
+py_ext=$(ls "$BUILD"/python/titan/_titan*.so 2> /dev/null | head -n 1)
+if [ $have_torch -eq 1 ] && [ -n "$py_ext" ]; then
+  # The source tree's titan/*.py with the built extension (the build's copies may be older).
+  mkdir -p "$OUT/py/titan"
+  ln -sf "$ROOT"/python/titan/*.py "$py_ext" "$OUT/py/titan/"
+  echo "== checkpoint: async save() of ~1.4 GiB of CUDA tensors vs a plain pinned copy_"
+  PYTHONPATH=$OUT/py timeout 180 python3 - "$OUT/ckpt" > "$OUT/ckpt.log" 2>&1 << 'EOF'
+import statistics, sys, time
+import torch
+import titan.checkpoint as ck
+
+REPS = 5
+d = sys.argv[1]
+torch.manual_seed(0)
+# A model's shape: large fp32 and bf16 matrices and many small vectors, 1.4 GiB in all.
+state = {f"w{i}": torch.randn(4096, 6144, device="cuda:0") for i in range(12)}
+state.update({f"h{i}": torch.randn(4096, 3072, device="cuda:0").bfloat16() for i in range(12)})
+state.update({f"n{i}": torch.randn(4096, device="cuda:0") for i in range(64)})
+total = sum(t.numel() * t.element_size() for t in state.values())
+
+
+def timed(fn):
+    torch.cuda.synchronize()  # nothing queued: only fn's own work is timed
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+pinned = {k: torch.empty(t.shape, dtype=t.dtype, pin_memory=True) for k, t in state.items()}
+
+
+def copy():
+    for k, t in state.items():
+        pinned[k].copy_(t, non_blocking=True)
+    torch.cuda.synchronize()
+
+
+copy()  # warm-up
+copy_s = statistics.median(timed(copy) for _ in range(REPS))
+cpu_s = statistics.median(timed(lambda: [t.cpu() for t in state.values()]) for _ in range(3))
+del pinned
+
+ck.save(state, 0, dir=d, keep_last=2)  # warm-up: allocates the pinned staging memory
+ck.wait()
+blocking, stats = [], []
+for i in range(1, REPS + 1):
+    for t in state.values():
+        t.add_(1)  # a training step: every chunk changes
+    blocking.append(timed(lambda: ck.save(state, i, dir=d, keep_last=2)))
+    ck.wait()
+    stats.append(ck.last_stats())
+block_s = statistics.median(blocking)
+
+target = {k: torch.zeros_like(t) for k, t in state.items()}
+ck.load_latest(d, target)
+equal = all(torch.equal(target[k], t) for k, t in state.items())
+
+
+def med(key):
+    return statistics.median(s[key] for s in stats)
+
+
+print(f"TIMING state: {total / 2**30:.2f} GiB in {len(state)} CUDA tensors")
+print(f"TIMING pinned copy_ + synchronize: median {copy_s * 1e3:.1f} ms "
+      f"({total / copy_s / 1e9:.1f} GB/s)")
+print(f"TIMING save() blocking: median {block_s * 1e3:.1f} ms (each: "
+      f"{' '.join(f'{b * 1e3:.1f}' for b in blocking)} ms); last_stats() blocking_s "
+      f"{med('blocking_s') * 1e3:.1f} ms, d2h_s {med('d2h_s') * 1e3:.1f} ms")
+print(f"TIMING old path (.cpu() of every tensor): median {cpu_s * 1e3:.1f} ms")
+print(f"TIMING background: write_s {med('write_s'):.2f} s, commit_s {med('commit_s'):.3f} s")
+print(f"STAGED {stats[-1]['staged_bytes']} TOTAL {total}")
+print(f"RATIO {block_s / copy_s:.3f}")
+print(f"LOADED_EQUAL {int(equal)}")
+EOF
+  rc=$?
+  grep -E '^TIMING' "$OUT/ckpt.log"
+  ratio=$(awk '$1 == "RATIO" { print $2 }' "$OUT/ckpt.log")
+  check "checkpoint bench ran (exit status $rc; log $OUT/ckpt.log)" [ $rc -eq 0 ]
+  check "save() blocks <= 1.5x a plain pinned copy_ of the same bytes (ratio ${ratio:-none})" \
+    ge 1.5 "${ratio:-999}"
+  check "save() staged every byte ($(grep '^STAGED' "$OUT/ckpt.log"))" \
+    awk '$1 == "STAGED" { ok = ($2 == $4) } END { exit !ok }' "$OUT/ckpt.log"
+  check "the last checkpoint loads back equal" grep -q '^LOADED_EQUAL 1' "$OUT/ckpt.log"
+  [ $rc -eq 0 ] || tail -5 "$OUT/ckpt.log"
+elif [ $have_torch -eq 0 ]; then
+  skip "checkpoint GPU staging: no python3 with torch+CUDA"
+else
+  skip "checkpoint GPU staging: no titan Python module in $BUILD/python (a TITAN_PYTHON build)"
 fi
 
 summary

@@ -45,13 +45,14 @@ API (stable; `titan run` and its demo script code against these exact signatures
 
     latest_step(dir) -> int | None, list_steps(dir) -> list[int]
     verify(path) -> list[str]          every chunk's checksum; [] when intact
-    last_stats() -> dict | None        bytes staged/written/referenced, blocking_s, write_s
+    last_stats() -> dict | None        bytes staged/written/referenced, blocking_s, d2h_s, write_s
 
 What `state` may hold (a dict, nested freely):
     * objects with state_dict()/load_state_dict(): nn.Module, optim.Optimizer, LR schedulers,
       data-loader samplers, RNGState() ... restored in place through load_state_dict();
-    * torch.Tensor (CPU; CUDA tensors are copied to host) - replicated on every rank (plain
-      data parallel): written once in total, the writing spread across ranks;
+    * torch.Tensor (CPU or CUDA; a state with CUDA tensors is copied into reused pinned host
+      memory on a side stream, see _staging.py) - replicated on every rank (plain data
+      parallel): written once in total, the writing spread across ranks;
     * Shard(tensor, global_shape, offsets): this rank's slice of a larger tensor (ZeRO /
       tensor parallel). On load, the slice described by the Shard is read, whatever world
       size or sharding the checkpoint was saved with;
@@ -84,6 +85,7 @@ import warnings
 import numpy as np
 import torch
 
+from titan import _staging
 from titan import _titan as _native
 
 __all__ = [
@@ -209,6 +211,7 @@ def _byte_view(t):
 
 
 def _host(t):
+    """The CPU path: `t` as a contiguous CPU tensor (sharing its memory when it is one)."""
     t = t.detach()
     if t.device.type != "cpu":
         t = t.cpu()
@@ -223,8 +226,8 @@ def _is_json_scalar(v):
 
 class _Flattener:
     def __init__(self):
-        self.tensors = []  # (name, dtype, shape, offsets, lengths, replicated, buffer)
-        self.keep = []     # host tensors that must stay alive during the native call
+        self.tensors = []  # (name, dtype, shape, offsets, lengths, replicated); see entries()
+        self.sources = []  # the tensor of each entry, as found in the state
         self.names = set()
 
     def _name(self, path):
@@ -240,17 +243,21 @@ class _Flattener:
         if t.dtype not in _DTYPES:
             raise TypeError(f"titan.checkpoint: tensor {'/'.join(map(str, path))} has "
                             f"unsupported dtype {t.dtype}")
-        host = _host(t)
-        self.keep.append(host)
         name = self._name(path)
-        shape = list(host.shape)
+        shape = list(t.shape)
+        self.sources.append(t)
         if shard is None:
-            self.tensors.append((name, _DTYPES[t.dtype], shape, [0] * len(shape), shape, True,
-                                 _byte_view(host)))
+            self.tensors.append((name, _DTYPES[t.dtype], shape, [0] * len(shape), shape, True))
             return {"__t__": name}
         self.tensors.append((name, _DTYPES[t.dtype], shard.global_shape, shard.offsets, shape,
-                             False, _byte_view(host)))
+                             False))
         return {"__shard__": name}
+
+    def entries(self, hosts):
+        """The native writer's tensor list: each entry with the bytes of its host copy
+        `hosts[i]` (a contiguous CPU tensor that the caller keeps alive while the writer reads
+        it)."""
+        return [e + (_byte_view(h),) for e, h in zip(self.tensors, hosts)]
 
     def flatten(self, obj, path):
         if isinstance(obj, torch.Tensor):
@@ -368,6 +375,9 @@ _default_dir = None
 _default_mirror = None
 _writers = {}
 _last_writer = None
+_lanes = {}               # writer key -> _staging.Lane: the GPU path's saves through that writer
+_staging_device = None    # the GPU path's device seam (_staging.CudaDevice; a double in tests)
+_last_staging = None      # stats of the last save if it took the GPU path (see last_stats())
 
 
 def configure(dir=None, mirror=None, **save_defaults):
@@ -388,11 +398,37 @@ def _location(dir):
     return os.path.abspath(dir)
 
 
+def _writer_key(dir, mirror=None):
+    return (_location(dir), _location(mirror) if mirror else "")
+
+
 def _writer(dir, mirror=None):
-    key = (_location(dir), _location(mirror) if mirror else "")
+    key = _writer_key(dir, mirror)
     if key not in _writers:
         _writers[key] = _native.checkpoint.Writer(*key)
     return _writers[key]
+
+
+def _drain(key):
+    """Waits for the GPU path's save in flight through writer `key`, if any (its staging
+    memory is then free); raises that save's error."""
+    lane = _lanes.get(key)
+    if lane is not None:
+        lane.drain()
+
+
+def _staging_lane(key, tensors):
+    """The lane of writer `key` when `tensors` hold one on the GPU (the GPU path), else None
+    (the CPU path, unchanged: zero-copy for CPU tensors, .cpu() for other devices)."""
+    global _staging_device
+    if _staging_device is None and any(t.is_cuda for t in tensors):
+        _staging_device = _staging.CudaDevice()
+    device = _staging_device
+    if device is None or not any(device.owns(t) for t in tensors):
+        return None
+    if key not in _lanes:
+        _lanes[key] = _staging.Lane(device)
+    return _lanes[key]
 
 
 def _resolve_mirror(mirror):
@@ -414,6 +450,11 @@ def _native_error(e):
     return CheckpointError(str(e))
 
 
+def _previous_failed(e):
+    """The error of a save() that found the previous async save failed (not started)."""
+    return CheckpointError(f"the previous checkpoint save failed: {e}")
+
+
 def _client_event(name, *args, **kwargs):
     try:
         from titan import client
@@ -425,7 +466,7 @@ def _client_event(name, *args, **kwargs):
 def save(state, step, async_=True, *, dir=None, keep_last=None, keep_every=None,
          incremental=True, group=None, layout=None, commit_timeout_s=1800.0,
          chunk_bytes=8 << 20, metadata=None, mirror=None):
-    global _last_writer
+    global _last_writer, _last_staging
     opts = dict(_defaults)
     keep_last = keep_last if keep_last is not None else opts.get("keep_last", 0)
     keep_every = keep_every if keep_every is not None else opts.get("keep_every", 0)
@@ -452,12 +493,28 @@ def save(state, step, async_=True, *, dir=None, keep_last=None, keep_every=None,
         items["metadata"] = metadata
     if layout is None:
         layout = {"world_size": w}
-    writer = _writer(dir, _resolve_mirror(mirror))
+    key = _writer_key(dir, _resolve_mirror(mirror))
+    writer = _writer(*key)
+    items_json, layout_json = json.dumps(items), json.dumps(layout)
+
+    def native_save(tensors, native_async):
+        writer.save(int(step), tensors, r, w, save_id, native_async, bool(incremental),
+                    int(keep_last or 0), int(keep_every or 0), float(commit_timeout_s),
+                    int(chunk_bytes), items_json, layout_json)
+
     _client_event("checkpoint_begin", int(step))
     try:
-        writer.save(int(step), flat.tensors, r, w, save_id, bool(async_), bool(incremental),
-                    int(keep_last or 0), int(keep_every or 0), float(commit_timeout_s),
-                    int(chunk_bytes), json.dumps(items), json.dumps(layout))
+        _drain(key)  # a GPU-path save in flight; like the native Save, its error stops this one
+    except RuntimeError as e:
+        raise _previous_failed(e) from None
+    try:
+        lane = _staging_lane(key, flat.sources)
+        if lane is None:
+            hosts = [_host(t) for t in flat.sources]  # alive until the native save returns
+            native_save(flat.entries(hosts), bool(async_))
+            _last_staging = None
+        else:
+            _last_staging = _save_staged(lane, writer, flat, native_save, bool(async_))
     except RuntimeError as e:
         raise _native_error(e) from None
     _last_writer = writer
@@ -466,12 +523,30 @@ def save(state, step, async_=True, *, dir=None, keep_last=None, keep_every=None,
     _client_event("checkpoint_end", int(step), tag="staged" if async_ else "")
 
 
+def _save_staged(lane, writer, flat, native_save, async_):
+    """The GPU path (_staging.py): blocks for the copies into the lane's pinned memory, then
+    the native writer writes from there, in the lane's thread when async_. The native save is
+    synchronous (it reads the pinned bytes until it returns; the lane keeps them until then).
+    Returns this save's entries of last_stats()."""
+    try:
+        writer.wait()  # a native async (CPU-path) save in flight: one caller at a time
+    except RuntimeError as e:
+        raise _previous_failed(e) from None
+    start = time.monotonic()
+    hosts, copy_s = lane.stage(flat.sources)
+    tensors = flat.entries(hosts)
+    lane.hand_over(lambda: native_save(tensors, False), background=async_)
+    return {"staged_bytes": sum(h.numel() for h in hosts), "d2h_s": copy_s,
+            "blocking_s": time.monotonic() - start}
+
+
 def wait(durable=False):
     """Waits for the save in flight; with durable=True also for its copy to the mirror.
     Returns the newest step made durable by a mirror (durable=True), else None."""
     errors, newest = [], None
-    for writer in _writers.values():
+    for key, writer in _writers.items():
         try:
+            _drain(key)
             writer.wait()
             if durable:
                 step = writer.wait_durable()
@@ -486,14 +561,23 @@ def wait(durable=False):
 
 def last_stats():
     """Statistics of this process's last save (after wait()): bytes staged/written/referenced,
-    blocking_s (time save() held the caller), write_s, commit_s."""
-    return _last_writer.stats() if _last_writer is not None else None
+    blocking_s (seconds save() held the caller, not counting its wait for the previous save),
+    d2h_s (seconds of blocking_s spent copying a state with CUDA tensors into pinned host
+    memory; 0.0 on the CPU path), write_s, commit_s."""
+    if _last_writer is None:
+        return None
+    stats = _last_writer.stats()
+    # The GPU path saves synchronously from a background thread: the native blocking_s would
+    # be the whole save, and its staged_bytes 0; this process measured the staging itself.
+    stats.update(_last_staging or {"d2h_s": 0.0})
+    return stats
 
 
 def _finish_at_exit():
     """The last save commits and, with a mirror, becomes durable before the process ends."""
-    for writer in _writers.values():
+    for key, writer in _writers.items():
         try:
+            _drain(key)
             writer.wait()
             writer.wait_durable()
         except RuntimeError as e:
