@@ -285,6 +285,7 @@ void BindCheckpoint(py::module_& m) {
         d["dropped_steps"] = report.dropped_steps;
         d["removed_files"] = report.removed_files;
         d["removed_bytes"] = report.removed_bytes;
+        d["skipped"] = report.skipped;
         return d;
       },
       py::arg("dir"), py::arg("keep_last") = 0, py::arg("keep_every") = 0,

@@ -300,6 +300,11 @@ class _Restorer:
 
     def _read_into(self, name, dst, offsets, lengths):
         """Reads a slice into tensor `dst` in place (directly into its memory when possible)."""
+        if dst.is_meta:  # copy_ into it does nothing: the load would silently keep no values
+            raise CheckpointError(
+                f"{self.where}: tensor {name} would be loaded into a tensor on the meta device, "
+                f"which has no memory; materialise it first (module.to_empty(device=...)) or "
+                f"load into a state without it")
         if dst.device.type == "cpu" and dst.is_contiguous():
             self.reader.read_slice(name, offsets, lengths, _byte_view(dst))
         else:

@@ -8,6 +8,18 @@
 #include "src/checkpoint/layout.h"
 
 namespace titan::checkpoint {
+namespace {
+
+// Why gc leaves an entry alone (GcReport::skipped). titan writes step directories and regular
+// files in them only; anything else was put there by someone else and is not gc's to remove.
+constexpr const char* kNotADirectory =
+    "not a directory (a symbolic link?): gc does not follow links, left in place; remove it by "
+    "hand if it should go";
+constexpr const char* kNotAFile =
+    "not a regular file (a directory, link or device titan never writes): left in place with "
+    "its directory; remove it by hand";
+
+}  // namespace
 
 Result<std::vector<int64_t>> ListCommittedSteps(Storage& storage) {
   TITAN_ASSIGN_OR_RETURN(std::vector<std::string> names, storage.ListDir(""));
@@ -65,7 +77,12 @@ Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy,
   }
   if (latest) keep.insert(*latest);  // never drop what "latest" names
   for (int64_t step : committed) {
-    if (!keep.count(step)) report.dropped_steps.push_back(step);
+    if (keep.count(step)) continue;
+    if (storage.KindOf(StepDirName(step)) != Storage::EntryKind::kDirectory) {
+      report.skipped.push_back(fmt::format("{}: {}", StepDirName(step), kNotADirectory));
+      continue;  // a link to a checkpoint elsewhere: not this directory's to drop
+    }
+    report.dropped_steps.push_back(step);
   }
 
   // 2. Files every kept checkpoint references. A manifest we cannot read keeps its whole
@@ -97,6 +114,10 @@ Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy,
     int64_t step;
     if (!ParseStepDirName(dir, &step) || maybe_in_flight(step) || keep.count(step)) continue;
     if (!dropped.count(step) && storage.FileSize(ManifestPath(step)).ok()) continue;
+    if (storage.KindOf(dir) != Storage::EntryKind::kDirectory) {
+      report.skipped.push_back(fmt::format("{}: {}", dir, kNotADirectory));
+      continue;
+    }
     Result<std::vector<std::string>> files = storage.ListDir(dir);
     if (!files.ok()) continue;
     size_t remaining = files->size();
@@ -106,6 +127,15 @@ Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy,
       if (referenced.count(path)) {
         report.kept_referenced.push_back(path);
         continue;
+      }
+      Storage::EntryKind kind = storage.KindOf(path);
+      if (kind == Storage::EntryKind::kMissing) {  // removed meanwhile (another gc)
+        --remaining;
+        continue;
+      }
+      if (kind != Storage::EntryKind::kFile) {
+        report.skipped.push_back(fmt::format("{}: {}", path, kNotAFile));
+        continue;  // the directory stays too
       }
       uint64_t size = storage.FileSize(path).value_or(0);
       if (!dry_run) TITAN_RETURN_IF_ERROR(storage.RemoveFile(path));

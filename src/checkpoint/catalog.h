@@ -42,6 +42,10 @@ struct GcReport {
   uint64_t removed_bytes = 0;
   std::vector<std::string> kept_referenced;  // files of dropped checkpoints still referenced
   std::vector<std::string> aborted_writes;   // incomplete uploads removed (object stores)
+  // "path: why" of each entry gc would have cleaned but left alone: a step directory that is a
+  // symbolic link, or anything but a regular file inside one (Storage::KindOf). Not errors:
+  // the rest is cleaned, so one stray entry cannot stop retention for good.
+  std::vector<std::string> skipped;
 };
 
 // Applies `policy` (which may keep everything) and then removes what is unreferenced: data

@@ -192,6 +192,42 @@ TEST(Manifest, RejectsHostileContent) {
   }
 }
 
+// Shards that overlap and leave a gap with the right total passed an element count and loaded
+// silently wrong (the gap's bytes were whatever the destination held); verify passed them.
+TEST(Manifest, ShardsMustTileTheirTensorExactly) {
+  auto shard = [](std::vector<int64_t> offsets, std::vector<int64_t> lengths) {
+    return ShardEntry{std::move(offsets), std::move(lengths), {}};
+  };
+  TensorEntry t{"w", DType::kFloat32, {4, 6}, {}};
+  t.shards = {shard({0, 0}, {2, 3}), shard({0, 3}, {2, 3}), shard({2, 0}, {2, 3}),
+              shard({2, 3}, {2, 3})};
+  EXPECT_EQ(ShardTilingProblem(t), std::nullopt);  // a 2 x 2 grid
+  t.shards = {shard({0, 0}, {3, 6}), shard({2, 0}, {1, 6})};
+  EXPECT_EQ(ShardTilingProblem(t), std::optional<std::string>("shards 0 and 1 overlap"));
+  t.shards = {shard({0, 0}, {2, 6})};
+  EXPECT_EQ(ShardTilingProblem(t), std::optional<std::string>("they hold 12 of its 24 elements"));
+  TensorEntry scalar{"s", DType::kInt64, {}, {shard({}, {})}};
+  EXPECT_EQ(ShardTilingProblem(scalar), std::nullopt);
+  scalar.shards.push_back(shard({}, {}));
+  EXPECT_EQ(ShardTilingProblem(scalar), std::optional<std::string>("shards 0 and 1 overlap"));
+
+  // In a manifest: rows 0-1 saved twice, row 3 never, 16 of 16 bytes per the counts.
+  nlohmann::json body = ValidBody();
+  body["tensors"][0]["shape"] = {4, 1};
+  nlohmann::json rows = body["tensors"][0]["shards"][0];
+  rows["lengths"] = {2, 1};
+  rows["chunks"][0]["bytes"] = 8;
+  body["tensors"][0]["shards"] = {rows, rows};
+  body["tensors"][0]["shards"][1]["offsets"] = {1, 0};
+  Result<Manifest> parsed = ParseManifest(Envelope(body), "m");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("shards do not tile it: shards 0 and 1 overlap"),
+            std::string::npos)
+      << parsed.status().ToString();
+  body["kind"] = "rank_done";  // a rank's part: need not cover the tensor
+  EXPECT_TRUE(ParseManifest(Envelope(body), "m").ok());
+}
+
 TEST(Manifest, DeepNestingIsRefusedNotACrash) {
   // 100,000 nested arrays in the user's metadata, checksum correct: nlohmann's tree copy and
   // destruction recurse per level and overflowed the stack of every reader (titan ckpt verify,
@@ -442,6 +478,51 @@ TEST(Checkpoint, GcRemovesANewerUncommittedSaveOnlyWhenAsked) {
   ASSERT_TRUE(latest.ok() && latest->has_value());
   EXPECT_EQ(**latest, 10);
   EXPECT_TRUE(CheckpointReader::Open(storage, 10).ok());
+}
+
+// A symbolic link named like a step directory (to a directory elsewhere, or to the root itself)
+// made gc remove files through it, and one stray subdirectory in an old step made every
+// retention fail after the MANIFESTs were gone (so the disk filled up). gc removes only
+// regular files in real step directories and reports what it left.
+TEST(Checkpoint, GcNeverFollowsLinksAndAStrayEntryDoesNotStopRetention) {
+  TempDir dir;
+  TempDir elsewhere;
+  std::ofstream(elsewhere.path() + "/precious") << "not a checkpoint";
+  auto storage = Open(dir.path());
+  HostTensor t = MakeTensor("w", DType::kFloat32, {1000}, 1);
+  CheckpointWriter writer(storage);
+  ASSERT_TRUE(writer.Save(10, {Replicated(t)}, Options(0, 1, "a")).ok());
+  fs::create_directory_symlink(elsewhere.path(), dir.path() + "/" + StepDirName(5));
+  fs::create_directory_symlink(".", dir.path() + "/" + StepDirName(7));
+  fs::create_directories(dir.path() + "/" + StepDirName(10) + "/stray");
+  for (int64_t step = 20; step <= 40; step += 10) {
+    SaveOptions options = Options(0, 1, fmt::format("r{}", step));
+    options.retention = RetentionPolicy{1, 0};
+    options.incremental = false;
+    ASSERT_TRUE(writer.Save(step, {Replicated(t)}, options).ok());
+  }
+
+  EXPECT_TRUE(fs::exists(elsewhere.path() + "/precious"));
+  EXPECT_TRUE(fs::exists(dir.path() + "/latest"));
+  auto committed = ListCommittedSteps(*storage);
+  ASSERT_TRUE(committed.ok());
+  EXPECT_EQ(*committed, (std::vector<int64_t>{40}));
+  EXPECT_FALSE(fs::exists(dir.path() + "/" + StepDirName(20)));  // retention went on
+  EXPECT_FALSE(fs::exists(dir.path() + "/" + StepDirName(30)));
+  std::vector<std::string> left_in_10;
+  for (const auto& entry : fs::directory_iterator(dir.path() + "/" + StepDirName(10))) {
+    left_in_10.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(left_in_10, std::vector<std::string>{"stray"});
+
+  auto report = CollectGarbage(*storage, {}, /*dry_run=*/false);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->removed_files.empty());
+  ASSERT_EQ(report->skipped.size(), 3u);
+  EXPECT_EQ(report->skipped[0].rfind(StepDirName(5) + ": not a directory", 0), 0u);
+  EXPECT_EQ(report->skipped[1].rfind(StepDirName(7) + ": not a directory", 0), 0u);
+  EXPECT_EQ(report->skipped[2].rfind(StepDirName(10) + "/stray: not a regular file", 0), 0u);
+  EXPECT_TRUE(CheckpointReader::Open(storage, 40).ok());
 }
 
 TEST(Checkpoint, FlippedBitsInDataFilesAreDetectedAndNamed) {

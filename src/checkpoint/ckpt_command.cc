@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -258,14 +259,38 @@ int Gc(const std::string& dir, const RetentionPolicy& policy, bool dry_run, bool
   for (const std::string& f : report->kept_referenced) {
     std::printf("kept %s (referenced by a newer checkpoint)\n", f.c_str());
   }
+  for (const std::string& why : report->skipped) std::printf("left %s\n", why.c_str());
   std::printf("%s %zu files, %s\n", verb, report->removed_files.size(),
               FormatBytes(report->removed_bytes).c_str());
   return 0;
 }
 
+// True when checkpoint root `inner` is `outer` or lies inside it (each as its storage's
+// Describe("") names it; local paths are resolved through links, which need not exist yet).
+bool SameOrInside(std::string inner, std::string outer) {
+  auto normal = [](std::string path) {
+    if (path.rfind("s3://", 0) != 0) {
+      std::error_code error;
+      std::filesystem::path resolved = std::filesystem::weakly_canonical(path, error);
+      if (!error) path = resolved.string();
+    }
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    return path + "/";
+  };
+  return normal(std::move(inner)).rfind(normal(std::move(outer)), 0) == 0;
+}
+
 int Cp(const std::string& source, const std::string& destination, int files_in_parallel) {
   auto from = Resolve(source);
   if (!from.ok()) return Fail(from.status());
+  if (SameOrInside(destination, from->storage->Describe(""))) {
+    std::fprintf(stderr,
+                 "titan ckpt cp: the destination %s is the source's checkpoint directory %s or "
+                 "inside it (the copy would land among the checkpoints it copies); give a "
+                 "directory outside it\n",
+                 destination.c_str(), from->storage->Describe("").c_str());
+    return 2;
+  }
   auto to = OpenStorage(destination, true);
   if (!to.ok()) return Fail(to.status());
   CopyOptions options;
@@ -328,9 +353,9 @@ int CkptCommand(int argc, char** argv) {
       "gc", "apply retention and remove files no committed checkpoint references");
   gc->add_option("DIR", dir, "checkpoint directory or s3://bucket/prefix")->required();
   gc->add_option("--keep-last", policy.keep_last, "keep the newest K checkpoints (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1'000'000'000));
   gc->add_option("--keep-every", policy.keep_every, "also keep steps divisible by N")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1'000'000'000));
   gc->add_flag("--dry-run", dry_run, "only print what would be removed");
   bool uncommitted = false;
   gc->add_flag("--uncommitted", uncommitted,

@@ -50,6 +50,7 @@ class FaultInjectionStorage final : public Storage {
   }
   Result<uint64_t> FileSize(const std::string& path) override { return base_->FileSize(path); }
   bool IsDir(const std::string& path) override { return base_->IsDir(path); }
+  EntryKind KindOf(const std::string& path) override { return base_->KindOf(path); }
 
   // Called by the files it hands out.
   Status Tick();  // counts one operation; fails once the budget is spent

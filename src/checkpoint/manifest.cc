@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <set>
@@ -170,8 +171,11 @@ Status ParseShard(const json& js, const TensorEntry& tensor, size_t shard_index,
     shard->chunks.push_back(c);
   }
   if (total != expected_bytes) {
-    return f.Bad(fmt::format("has chunks totalling {}{} bytes but its slice needs {} bytes",
-                             total > expected_bytes ? "more than " : "", total, expected_bytes));
+    return f.Bad(fmt::format(
+        "has chunks totalling {}{} bytes but its slice ([{}] of {}) needs {} bytes; the "
+        "tensor's dtype, shape or chunks were changed after the save",
+        total > expected_bytes ? "more than " : "", total, fmt::join(shard->lengths, ","),
+        DTypeName(tensor.dtype), expected_bytes));
   }
   return OkStatus();
 }
@@ -260,6 +264,13 @@ Status ParseBody(const json& js, const std::string& where, Manifest* m) {
     if (!names.insert(m->tensors[i].name).second) {
       return f.Bad(fmt::format("names tensor \"{}\" twice", m->tensors[i].name));
     }
+    // A committed checkpoint holds every element of every tensor once (a done marker holds a
+    // rank's part only).
+    if (m->kind != "manifest") continue;
+    if (std::optional<std::string> problem = ShardTilingProblem(m->tensors[i])) {
+      return f.Bad(fmt::format("has tensor \"{}\" whose shards do not tile it: {}",
+                               m->tensors[i].name, *problem));
+    }
   }
   return OkStatus();
 }
@@ -274,6 +285,71 @@ int64_t NumElements(const std::vector<int64_t>& lengths) {
     n *= d;
   }
   return n;
+}
+
+std::optional<std::string> ShardTilingProblem(const TensorEntry& tensor) {
+  const int64_t total = NumElements(tensor.shape);
+  int64_t covered = 0;  // stops counting past `total` (no overflow)
+  for (const ShardEntry& s : tensor.shards) {
+    covered += NumElements(s.lengths);
+    if (covered > total) break;
+  }
+  if (covered < total) {
+    return fmt::format("they hold {} of its {} elements", covered, total);
+  }
+  // As many elements as the tensor (or more): a tiling exactly when no two shards overlap.
+  // Mark the cells of the grid cut by every shard boundary; a cell marked twice is an overlap.
+  const size_t dims = tensor.shape.size();
+  std::vector<std::vector<int64_t>> cuts(dims);
+  for (size_t d = 0; d < dims; ++d) {
+    cuts[d] = {0, tensor.shape[d]};
+    for (const ShardEntry& s : tensor.shards) {
+      cuts[d].push_back(s.offsets[d]);
+      cuts[d].push_back(s.offsets[d] + s.lengths[d]);
+    }
+    std::sort(cuts[d].begin(), cuts[d].end());
+    cuts[d].erase(std::unique(cuts[d].begin(), cuts[d].end()), cuts[d].end());
+  }
+  constexpr uint64_t kMaxCells = uint64_t{1} << 22;
+  uint64_t cells = 1;
+  for (size_t d = 0; d < dims; ++d) {
+    cells *= std::max<size_t>(cuts[d].size() - 1, 1);
+    if (cells > kMaxCells) {
+      return fmt::format("its {} shards are too fragmented to check (over {} grid cells)",
+                         tensor.shards.size(), kMaxCells);
+    }
+  }
+  constexpr uint32_t kFree = UINT32_MAX;
+  std::vector<uint32_t> owner(cells, kFree);
+  std::vector<size_t> lo(dims), hi(dims), at(dims);
+  for (size_t i = 0; i < tensor.shards.size(); ++i) {
+    const ShardEntry& s = tensor.shards[i];
+    const bool empty = NumElements(s.lengths) == 0;
+    for (size_t d = 0; d < dims && !empty; ++d) {
+      auto index = [&](int64_t v) {
+        return static_cast<size_t>(std::lower_bound(cuts[d].begin(), cuts[d].end(), v) -
+                                   cuts[d].begin());
+      };
+      lo[d] = at[d] = index(s.offsets[d]);
+      hi[d] = index(s.offsets[d] + s.lengths[d]);
+    }
+    if (empty) continue;
+    for (;;) {  // every cell of shard i, as an odometer over the dimensions
+      uint64_t cell = 0;
+      for (size_t d = 0; d < dims; ++d) cell = cell * (cuts[d].size() - 1) + at[d];
+      if (owner[cell] != kFree) {
+        return fmt::format("shards {} and {} overlap", owner[cell], i);
+      }
+      owner[cell] = static_cast<uint32_t>(i);
+      size_t d = dims;
+      while (d > 0 && ++at[d - 1] == hi[d - 1]) {
+        at[d - 1] = lo[d - 1];
+        --d;
+      }
+      if (d == 0) break;
+    }
+  }
+  return std::nullopt;
 }
 
 bool IsSafeDataPath(std::string_view path) {

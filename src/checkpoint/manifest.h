@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +74,14 @@ struct Manifest {
 
 // Number of elements of a slice / shape; -1 on overflow beyond kMaxTensorBytes elements.
 int64_t NumElements(const std::vector<int64_t>& lengths);
+
+// Why the shards of `tensor` do not tile its shape exactly (every element in exactly one shard:
+// an overlap, a gap, or both, which an element count alone cannot tell apart from a tiling),
+// or nullopt when they do. Each shard must already lie within the shape. Cost: linear in the
+// cells of the grid that the shards' boundaries cut the tensor into (about the number of
+// shards for the usual 1-D or 2-D shardings); past 2^22 cells the shards are reported as too
+// fragmented to check instead.
+std::optional<std::string> ShardTilingProblem(const TensorEntry& tensor);
 
 // True if `path` is "<step dir>/<file>" with safe components ([A-Za-z0-9._-], not "." or "..").
 bool IsSafeDataPath(std::string_view path);

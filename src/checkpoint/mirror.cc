@@ -109,6 +109,11 @@ void CheckpointMirror::Run() {
         if (!gc.ok()) {
           Log(LogLevel::kWarning, "checkpoint", "retention at {} failed: {}",
               durable_->Describe(""), gc.status().ToString());
+        } else {
+          for (const std::string& why : gc->skipped) {
+            Log(LogLevel::kWarning, "checkpoint", "retention at {}: {}", durable_->Describe(""),
+                why);
+          }
         }
       }
     } else {

@@ -233,6 +233,13 @@ class PosixStorage final : public Storage {
     return ::stat(Full(path).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   }
 
+  EntryKind KindOf(const std::string& path) override {
+    struct stat st;
+    if (::lstat(Full(path).c_str(), &st) != 0) return EntryKind::kMissing;
+    if (S_ISREG(st.st_mode)) return EntryKind::kFile;
+    return S_ISDIR(st.st_mode) ? EntryKind::kDirectory : EntryKind::kOther;
+  }
+
  private:
   std::string Full(std::string_view path) const {
     if (path.empty() || path == ".") return root_;

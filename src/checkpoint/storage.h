@@ -75,6 +75,17 @@ class Storage {
   virtual Result<uint64_t> FileSize(const std::string& path) = 0;
   virtual bool IsDir(const std::string& path) = 0;
 
+  // What `path` is, without following a symbolic link (a link is kOther). gc removes only
+  // regular files and descends only into real directories, so that a link or a stray
+  // directory in a checkpoint directory cannot make it remove files elsewhere or fail for good.
+  // Default (object stores, which have neither): kFile when FileSize finds it, else kDirectory
+  // when IsDir does, else kMissing.
+  enum class EntryKind { kMissing, kFile, kDirectory, kOther };
+  virtual EntryKind KindOf(const std::string& path) {
+    if (FileSize(path).ok()) return EntryKind::kFile;
+    return IsDir(path) ? EntryKind::kDirectory : EntryKind::kMissing;
+  }
+
   // Writes an interrupted process left behind that ListDir does not show (an object store's
   // incomplete multipart uploads: invisible, but stored and billed), as paths under the root,
   // and their removal. A file system has none (a partial file is an ordinary file there).

@@ -80,14 +80,12 @@ Status MergeDone(const Manifest& done, Manifest* merged) {
 
 Status CheckCoverage(const Manifest& m) {
   for (const TensorEntry& t : m.tensors) {
-    int64_t covered = 0;
-    for (const ShardEntry& s : t.shards) covered += NumElements(s.lengths);
-    if (covered != NumElements(t.shape)) {
+    if (std::optional<std::string> problem = ShardTilingProblem(t)) {
       return FailedPreconditionError(fmt::format(
-          "tensor \"{}\" of shape [{}]: the ranks' slices cover {} of its {} elements; every "
-          "element must be saved by some rank (do all ranks pass the same replicated tensors "
-          "and their Shard of each sharded one?)",
-          t.name, fmt::join(t.shape, ","), covered, NumElements(t.shape)));
+          "tensor \"{}\" of shape [{}]: the ranks' slices do not tile it ({}); every element "
+          "must be saved by exactly one rank's slice (do all ranks pass the same replicated "
+          "tensors and their Shard of each sharded one?)",
+          t.name, fmt::join(t.shape, ","), *problem));
     }
   }
   return OkStatus();
@@ -278,6 +276,10 @@ Status CheckpointWriter::WriteAndCommit(int64_t step, const std::vector<Piece>& 
           "retention after step {} failed (checkpoint is "
           "committed): {}",
           step, gc.status().ToString());
+    } else {
+      for (const std::string& why : gc->skipped) {
+        Log(LogLevel::kWarning, "checkpoint", "retention after step {}: {}", step, why);
+      }
     }
   }
   return OkStatus();

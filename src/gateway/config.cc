@@ -328,6 +328,7 @@ Result<GatewayConfig> ParseConfig(std::string_view yaml_text, std::string_view s
     TITAN_RETURN_IF_ERROR(top.Integer("retries", &c.retries, 0, 10));
     TITAN_RETURN_IF_ERROR(top.Duration("scrape_interval", &c.scrape_interval_ns, true));
     TITAN_RETURN_IF_ERROR(top.Duration("upstream_timeout", &c.upstream_timeout_ns));
+    TITAN_RETURN_IF_ERROR(top.Duration("upstream_idle_timeout", &c.upstream_idle_timeout_ns));
     TITAN_RETURN_IF_ERROR(top.Duration("drain_timeout", &c.drain_timeout_ns, true));
     TITAN_RETURN_IF_ERROR(top.Duration("ttft_slo", &c.ttft_slo_ns, true));
     TITAN_RETURN_IF_ERROR(top.String("access_log", &c.access_log));

@@ -129,6 +129,9 @@ struct GatewayConfig {
   int retries = 1;  // on another replica, when a request failed before its first byte
   int64_t scrape_interval_ns = 250'000'000;  // replica /metrics
   int64_t upstream_timeout_ns = 600'000'000'000;
+  // A replica silent this long in the middle of an answer (after its first body byte) has
+  // failed it: the client gets the mid-stream error instead of waiting out upstream_timeout.
+  int64_t upstream_idle_timeout_ns = 60'000'000'000;
   int64_t drain_timeout_ns = 30'000'000'000;
   int64_t ttft_slo_ns = 0;  // for the SLO-attainment metric (0: not tracked)
   std::string access_log;   // JSON lines, one per request ("-": stdout)

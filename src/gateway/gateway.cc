@@ -21,6 +21,7 @@
 #include "src/base/duration.h"
 #include "src/base/json_depth.h"
 #include "src/base/log.h"
+#include "src/base/text.h"
 #include "src/gateway/admission.h"
 #include "src/gateway/batch_codec.h"
 #include "src/gateway/openai_request.h"
@@ -143,7 +144,13 @@ struct UpstreamCall : http::ResponseObserver {
   std::string pending;
   bool discard = false;      // a retryable failure: do not relay
   bool client_gone = false;  // stop relaying, close upstream
+  // The client the stream is relayed to, once its head went there (else null).
+  http::Exchange* relaying_to = nullptr;
+  // Over the bound: with relaying_to, the client fell kMaxPendingRelay behind its own stream
+  // (its doing, not the replica's: client_behind, and the client is cut off at once); else
+  // the answer itself is too large.
   bool overflow = false;
+  bool client_behind = false;
   bool done = false;
   http::ClientResult result;
 
@@ -159,7 +166,12 @@ struct UpstreamCall : http::ResponseObserver {
     if (discard) return true;
     const size_t limit = stream ? kMaxPendingRelay : kMaxBufferedAnswer;
     if (pending.size() + data.size() > limit) {
-      overflow = true;
+      if (relaying_to == nullptr) {
+        overflow = true;
+      } else {
+        client_behind = true;
+        relaying_to->Abort();  // its write in progress, if any, fails now
+      }
       return false;
     }
     pending.append(data);
@@ -169,8 +181,9 @@ struct UpstreamCall : http::ResponseObserver {
   void OnWaiting() override { wake.Notify(); }
 };
 
-awaitable<void> SendUpstream(std::shared_ptr<UpstreamCall> x, int64_t deadline_ns) {
-  http::ClientResult r = co_await x->connection->Send(x->request, *x, deadline_ns);
+awaitable<void> SendUpstream(std::shared_ptr<UpstreamCall> x, int64_t deadline_ns,
+                             int64_t idle_timeout_ns) {
+  http::ClientResult r = co_await x->connection->Send(x->request, *x, deadline_ns, idle_timeout_ns);
   x->result = std::move(r);
   x->done = true;
   x->wake.Notify();
@@ -193,7 +206,13 @@ size_t ClientConnectionCap(size_t configured) {
 // The upstream answer is complete and nothing will follow it on the client's stream (no
 // "upstream failed" event): the relay may end the stream with its last bytes.
 bool EndsCleanly(const UpstreamCall& x) {
-  return x.done && x.result.ok() && !x.overflow && !RetryableStatus(x.status);
+  return x.done && x.result.ok() && !x.overflow && !x.client_behind && !RetryableStatus(x.status);
+}
+
+// Server-sent events end with a blank line; bytes relayed so far that do not (a chunk ended
+// mid-event) need one before the gateway appends an event of its own, or the two would merge.
+bool EndsAnEvent(std::string_view relayed) {
+  return relayed.ends_with("\n\n") || relayed.ends_with("\r\n\r\n");
 }
 
 std::string BearerKey(std::string_view authorization) {
@@ -499,6 +518,8 @@ struct Gateway::Impl {
     bool answered() const { return status != 0 && !cut_off; }
     bool retry = false;  // failed before its first byte: may go elsewhere
     bool client_gone = false;
+    bool client_behind = false;  // cut off: the client read its stream too slowly (not a
+                                 // failure of the replica, nor a client that left)
     int64_t sent_ns = 0, first_ns = 0;
     std::string error;
   };
@@ -514,6 +535,7 @@ struct Gateway::Impl {
     if (!x->request.target.starts_with(r.url.path))
       x->request.target = r.url.path + x->request.target;
     bool fresh = false;
+    bool at_event_end = true;  // the bytes relayed to the client end with a whole event
     for (int attempt = 0; attempt < 2; ++attempt) {
       x->done = false;
       x->result = {};
@@ -529,7 +551,9 @@ struct Gateway::Impl {
         }
       }
       answer.sent_ns = MonoNowNs();
-      asio::co_spawn(executor, SendUpstream(x, answer.sent_ns + config.upstream_timeout_ns),
+      asio::co_spawn(executor,
+                     SendUpstream(x, answer.sent_ns + config.upstream_timeout_ns,
+                                  config.upstream_idle_timeout_ns),
                      asio::detached);
       // Relay while the upstream answer arrives.
       bool head_decided = false, forwarding = false;
@@ -541,12 +565,14 @@ struct Gateway::Impl {
             x->pending.clear();
           } else if (client && stream) {
             forwarding = true;
+            x->relaying_to = client;
             std::string_view type = http::FindHeader(x->headers, "Content-Type");
             http::Headers extra = {{"X-Request-Id", id}, {"X-Titan-Replica", r.name}};
             const std::string content_type(type.empty() ? "text/event-stream" : type);
             // The head leaves with whatever body arrived beside it (one write, not two).
             const std::string first = std::move(x->pending);
             x->pending.clear();
+            if (!first.empty()) at_event_end = EndsAnEvent(first);
             if (!co_await client->BeginStream(x->status, content_type, extra, first,
                                               EndsCleanly(*x))) {
               x->client_gone = true;
@@ -558,6 +584,7 @@ struct Gateway::Impl {
         if (forwarding && !x->client_gone && !x->pending.empty()) {
           std::string chunk = std::move(x->pending);
           x->pending.clear();
+          at_event_end = EndsAnEvent(chunk);
           // The answer's last bytes and the stream's end leave in one write.
           if (!co_await client->Write(chunk, EndsCleanly(*x))) {
             x->client_gone = true;
@@ -586,7 +613,13 @@ struct Gateway::Impl {
       x->meter.OnWholeBody(x->pending, MonoNowNs());
       answer.first_ns = x->meter.first_event_ns();
     }
-    if (x->client_gone) {
+    if (x->client_behind) {  // cut off; the replica did its part
+      ++counters.client_behind;
+      answer.client_behind = true;
+      Log(LogLevel::kInfo, "gateway",
+          "request {}: the client fell more than {} behind its stream from {}; cut off", id,
+          FormatBytes(kMaxPendingRelay), r.name);
+    } else if (x->client_gone) {
       ++counters.client_gone;
     } else if (!transport_ok) {
       answer.upstream_failed = true;
@@ -602,10 +635,9 @@ struct Gateway::Impl {
     // The stream broke after bytes went to the client: end it with an error event.
     if (!answer.client_gone && answer.upstream_failed && !answer.retry && client &&
         client->streaming()) {
-      std::string event =
-          fmt::format("data: {}\n\n",
-                      http::JsonError(fmt::format("upstream failed mid-stream: {}", answer.error),
-                                      "upstream_error", 502));
+      const std::string error = http::JsonError(
+          fmt::format("upstream failed mid-stream: {}", answer.error), "upstream_error", 502);
+      std::string event = fmt::format("{}data: {}\n\n", at_event_end ? "" : "\n\n", error);
       const bool written = co_await client->Write(event);
       (void)written;
     }
@@ -924,6 +956,7 @@ struct Gateway::Impl {
       if (ex.responded()) {  // streamed
         c.status = a.status;
         if (a.upstream_failed) c.reason = "upstream";
+        if (a.client_behind) c.reason = "client_too_slow";
         co_return;
       }
       if (!a.answered()) {

@@ -63,9 +63,11 @@ struct GatewayCounters {
   uint64_t retries = 0;
   uint64_t ejections = 0;
   uint64_t client_gone = 0;  // clients that left before their answer ended
-  uint64_t batches = 0;      // upstream batches sent
-  uint64_t batched = 0;      // client requests that went in them
-  uint64_t in_flight = 0;    // now
+  // Streams cut off because their client fell too far behind (not the replica's failure).
+  uint64_t client_behind = 0;
+  uint64_t batches = 0;    // upstream batches sent
+  uint64_t batched = 0;    // client requests that went in them
+  uint64_t in_flight = 0;  // now
 };
 
 class Gateway {

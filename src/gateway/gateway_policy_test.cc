@@ -100,6 +100,7 @@ outlier:
 retries: 2
 scrape_interval: 100ms
 upstream_timeout: 2m
+upstream_idle_timeout: 45s
 drain_timeout: 0
 ttft_slo: 300ms
 access_log: "-"
@@ -192,6 +193,7 @@ TEST(ConfigTest, FullExampleParsesEveryField) {
   EXPECT_EQ(c.retries, 2);
   EXPECT_EQ(c.scrape_interval_ns, 100 * kMs);
   EXPECT_EQ(c.upstream_timeout_ns, 120 * kSec);
+  EXPECT_EQ(c.upstream_idle_timeout_ns, 45 * kSec);
   EXPECT_EQ(c.drain_timeout_ns, 0);
   EXPECT_EQ(c.ttft_slo_ns, 300 * kMs);
   EXPECT_EQ(c.access_log, "-");
@@ -560,7 +562,7 @@ TEST(FairQueueTest, MintingANewTenantPerRequestDoesNotStarveAWaitingOne) {
   FairQueue q(ThreeClasses(100'000));
   uint64_t id = 0;
   int64_t t = 0;
-  for (int i = 0; i < 16; ++i) q.Push(MakeWaiter(id++, 1, "m" + std::to_string(id), ++t));
+  for (int i = 0; i < 16; ++i, ++id) q.Push(MakeWaiter(id, 1, "m" + std::to_string(id), ++t));
   q.Push(MakeWaiter(id++, 1, "alice", ++t));
   int alice_served = 0, longest_wait = 0, waited = 0;
   for (int pop = 0; pop < 20'000; ++pop) {

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -169,9 +170,12 @@ TEST(GatewayProxyTest, BadInputGetsAClearErrorNamingTheLimit) {
 
 // A replica that passes its health checks and answers every API request with `answer` (then
 // closes the connection): bytes that are not HTTP, a cut-off body, an error status.
+// Answers every request but health checks with `answer`, then closes the connection, or with
+// `hold_open` keeps it open and silent until the replica is destroyed.
 class ScriptedReplica {
  public:
-  explicit ScriptedReplica(std::string answer) : answer_(std::move(answer)) {
+  explicit ScriptedReplica(std::string answer, bool hold_open = false)
+      : answer_(std::move(answer)), hold_open_(hold_open) {
     fd_ = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -187,6 +191,7 @@ class ScriptedReplica {
     shutdown(fd_, SHUT_RDWR);
     close(fd_);
     thread_.join();
+    for (int c : held_) close(c);
   }
   int port() const { return port_; }
 
@@ -205,15 +210,22 @@ class ScriptedReplica {
       const std::string& answer = request.starts_with("GET /health") ? kHealthy
                                   : request.empty()                  ? kNone
                                                                      : answer_;
-      ssize_t ignored = write(c, answer.data(), answer.size());
+      // The gateway may close first (an answer it cuts off): no SIGPIPE for this process.
+      ssize_t ignored = send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
       (void)ignored;
-      close(c);
+      if (hold_open_ && &answer == &answer_) {
+        held_.push_back(c);
+      } else {
+        close(c);
+      }
     }
   }
   inline static const std::string kHealthy =
       "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
   inline static const std::string kNone;
   const std::string answer_;
+  const bool hold_open_;
+  std::vector<int> held_;  // connections held open (Serve's thread only, then the destructor)
   int fd_ = -1;
   int port_ = 0;
   std::thread thread_;
@@ -237,6 +249,10 @@ TEST(GatewayProxyTest, AReplicaAnsweringGarbageOrACutOffBodyGetsAClear502AndIsCo
       // A stream that had begun ends with an upstream_error event instead (docs/gateway.md).
       EXPECT_EQ(r.status, stream && has_head ? 200 : 502) << answer << "\n" << r.body;
       EXPECT_NE(r.body.find("upstream_error"), std::string::npos) << r.body;
+      // The event the gateway adds after a half-relayed one starts on a line of its own.
+      if (stream && has_head) {
+        EXPECT_NE(r.body.find("[\n\ndata: {\"error\""), std::string::npos) << r.body;
+      }
     }
     EXPECT_NE(g->Metrics().find("titan_gateway_upstream_errors_total{replica=\"" +
                                 UrlOf(bad.port()) + "\"} 2"),
@@ -244,6 +260,79 @@ TEST(GatewayProxyTest, AReplicaAnsweringGarbageOrACutOffBodyGetsAClear502AndIsCo
         << g->Metrics();
     EXPECT_EQ(g->Counters().in_flight, 0u);
   }
+}
+
+// A client that stops reading its stream while the replica keeps sending: once it is more than
+// the relay bound behind, it is cut off (its chunked body never ends, so it cannot mistake
+// what it got for the whole answer). That is the client's doing: the replica stays ready and no
+// upstream error is counted (it was, and a few such clients ejected a healthy replica).
+TEST(GatewayProxyTest, AClientThatReadsTooSlowlyIsCutOffWithoutBlamingTheReplica) {
+  std::string events;
+  const std::string event =
+      "data: {\"choices\":[{\"text\":\"" + std::string(1000, 'x') + "\",\"index\":0}]}\n\n";
+  while (events.size() < (40u << 20)) events += event;
+  ScriptedReplica fast("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " +
+                       std::to_string(events.size()) + "\r\n\r\n" + events);
+  GatewayConfig config = BaseConfig({fast.port()});
+  config.retries = 0;
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+
+  const int client = socket(AF_INET, SOCK_STREAM, 0);
+  const int small = 64 << 10;  // keep what the kernel buffers for this client far below 8 MiB
+  setsockopt(client, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(g->port()));
+  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string body = Completion(3, true);
+  const std::string request =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(send(client, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  // Reads nothing until the gateway has given up on it.
+  EXPECT_TRUE(WaitFor([&] { return g->Counters().client_behind == 1; }))
+      << "client_behind " << g->Counters().client_behind;
+  std::string received;
+  char buffer[1 << 16];
+  for (ssize_t n; (n = read(client, buffer, sizeof(buffer))) > 0;) {
+    received.append(buffer, static_cast<size_t>(n));
+  }
+  close(client);
+  EXPECT_TRUE(received.starts_with("HTTP/1.1 200")) << received.substr(0, 200);
+  EXPECT_LT(received.size(), events.size());
+  EXPECT_FALSE(received.ends_with("\r\n0\r\n\r\n"))
+      << received.substr(received.size() > 400 ? received.size() - 400 : 0);
+  EXPECT_EQ(g->Metrics().find("titan_gateway_upstream_errors_total{replica=\"" +
+                              UrlOf(fast.port()) + "\"} 1"),
+            std::string::npos)
+      << g->Metrics();
+  EXPECT_EQ(g->Replicas()[0].state, "ready");
+  EXPECT_EQ(g->Counters().in_flight, 0u);
+}
+
+// A replica that sends one event and then goes silent, holding the connection: the client gets
+// the mid-stream error after upstream_idle_timeout, not after upstream_timeout (10 minutes).
+TEST(GatewayProxyTest, AReplicaSilentMidStreamFailsTheStreamAfterTheIdleTimeout) {
+  const std::string event = "data: {\"choices\":[{\"text\":\"a\",\"index\":0}]}\n\n";
+  ScriptedReplica silent(fmt::format("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                                     "Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{}\r\n",
+                                     event.size(), event),
+                         /*hold_open=*/true);
+  GatewayConfig config = BaseConfig({silent.port()});
+  config.retries = 0;
+  config.upstream_idle_timeout_ns = 300 * kNsPerMs;
+  config.health.warmup_requests = 0;  // a warm-up would wait on the silent replica for 60 s
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+  http::FetchedResponse r = Post(g->port(), "/v1/completions", Completion(3, true));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.body.starts_with(event)) << r.body;
+  EXPECT_NE(r.body.find("no byte for 300ms"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("upstream_error"), std::string::npos) << r.body;
 }
 
 // A retry with no other ready replica fails at once (502); it does not wait in the queue, and

@@ -16,6 +16,7 @@
 #include <boost/beast/http.hpp>
 
 #include "src/base/clock.h"
+#include "src/base/duration.h"
 #include "src/base/text.h"
 #include "src/http/asio_names.h"
 
@@ -172,7 +173,8 @@ asio::awaitable<ClientResult> ClientConnection::Connect(const tcp::endpoint& end
 
 asio::awaitable<ClientResult> ClientConnection::Send(const OutgoingRequest& request,
                                                      ResponseObserver& observer,
-                                                     int64_t deadline_mono_ns) {
+                                                     int64_t deadline_mono_ns,
+                                                     int64_t body_idle_timeout_ns) {
   State& s = *state_;
   ClientResult result;
   auto fail = [&](ClientError error, std::string message) {
@@ -221,6 +223,7 @@ asio::awaitable<ClientResult> ClientConnection::Send(const OutgoingRequest& requ
   // from the socket only when the buffer holds nothing more to parse; OnWaiting() marks that
   // moment, so a relay can send what one read brought as one write.
   parser.eager(true);
+  bool body_begun = false;
   while (!parser.is_done()) {
     parser.get().body().data = s.piece;
     parser.get().body().size = sizeof s.piece;
@@ -228,6 +231,7 @@ asio::awaitable<ClientResult> ClientConnection::Send(const OutgoingRequest& requ
     const size_t used = s.buffer.size() > 0 ? parser.put(s.buffer.data(), ec) : 0;
     s.buffer.consume(used);
     const size_t got = sizeof s.piece - parser.get().body().size;
+    body_begun = body_begun || got > 0;
     if (got > 0 && !observer.OnBody(std::string_view(s.piece, got), MonoNowNs())) {
       co_return fail(ClientError::kAborted, "aborted by the reader");
     }
@@ -243,8 +247,20 @@ asio::awaitable<ClientResult> ClientConnection::Send(const OutgoingRequest& requ
                                  kMaxBodyElement));
     }
     observer.OnWaiting();
+    const int64_t idle_end_ns =
+        body_begun && body_idle_timeout_ns > 0 ? MonoNowNs() + body_idle_timeout_ns : 0;
+    if (idle_end_ns > 0 && idle_end_ns < deadline_mono_ns) {
+      s.stream.expires_at(ToSteady(idle_end_ns));
+    } else {
+      s.stream.expires_at(ToSteady(deadline_mono_ns));
+    }
     auto [read_ec, n] = co_await s.stream.async_read_some(s.buffer.prepare(kReadPiece), kNoThrow);
     s.buffer.commit(n);
+    if (read_ec == beast::error::timeout && idle_end_ns > 0 && idle_end_ns < deadline_mono_ns) {
+      co_return fail(ClientError::kTimeout,
+                     fmt::format("reading the response body: no byte for {} after the last",
+                                 FormatDuration(body_idle_timeout_ns)));
+    }
     if (read_ec == asio::error::eof) {
       parser.put_eof(ec);  // ends a body delimited by the close; else partial_message
       if (ec)

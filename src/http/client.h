@@ -88,10 +88,13 @@ class ClientConnection {
   boost::asio::awaitable<ClientResult> Connect(const boost::asio::ip::tcp::endpoint& endpoint,
                                                int64_t timeout_ns);
   // Sends `request` and reads the whole response within `deadline_mono_ns` (absolute
-  // monotonic time), feeding the body to `observer`. On success the connection stays open
-  // when the server allows keep-alive.
+  // monotonic time), feeding the body to `observer`. With `body_idle_timeout_ns` > 0, once the
+  // body has begun, a wait of that long for its next byte also ends it (kTimeout): a server
+  // that goes silent mid-stream. On success the connection stays open when the server allows
+  // keep-alive.
   boost::asio::awaitable<ClientResult> Send(const OutgoingRequest& request,
-                                            ResponseObserver& observer, int64_t deadline_mono_ns);
+                                            ResponseObserver& observer, int64_t deadline_mono_ns,
+                                            int64_t body_idle_timeout_ns = 0);
   bool is_open() const;
   // Closes the socket; a Send in progress ends with an error.
   void Close();

@@ -75,6 +75,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto [ec, n] = co_await bhttp::async_write(stream_, message, kNoThrow);
     co_return !ec;
   }
+  // Fails the read or write in progress (operation_aborted); Run then closes the connection.
+  void Cancel() { stream_.cancel(); }
   template <typename Buffers>
   asio::awaitable<bool> WriteBuffers(const Buffers& buffers) {
     server_->writes.fetch_add(1, std::memory_order_relaxed);
@@ -212,6 +214,11 @@ asio::awaitable<bool> Exchange::BeginStream(int status, std::string_view content
   }
   TITAN_CHECK(!ec) << "serializing a response head: " << ec.message();
   co_return co_await SendPieces(head_bytes, data, end);
+}
+
+void Exchange::Abort() {
+  client_gone_ = true;
+  connection_->Cancel();
 }
 
 asio::awaitable<bool> Exchange::Write(std::string_view data, bool end) {

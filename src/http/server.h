@@ -84,6 +84,11 @@ class Exchange {
   bool responded() const { return state_ != State::kNone; }
   // True once a write failed (client disconnected or stopped reading).
   bool client_gone() const { return client_gone_; }
+  // Cuts the client off now: a write in progress fails, later ones do nothing, and the
+  // connection closes without ending a stream's chunked body (so the client sees a truncated
+  // answer, not a complete one). For a client that cannot be served further, such as one that
+  // fell too far behind its stream. From the connection's event loop only.
+  void Abort();
 
  private:
   friend class Connection;

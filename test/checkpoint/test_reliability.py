@@ -209,6 +209,11 @@ class ReliabilityTest(unittest.TestCase):
                                     r"not hold \(it holds 'w', 'b'\)"):
             ck.load_latest(d, grown)
         self.assertIn("big", grown["model"])  # the caller's state is left as it was
+        # A module built on the meta device has no memory: loading into it kept nothing.
+        meta = {"model": {"w": torch.empty(1000, device="meta"), "b": torch.zeros(3)},
+                "step": 0}
+        with self.assertRaisesRegex(ck.CheckpointError, r"model/w .*meta device"):
+            ck.load_latest(d, meta)
 
     @unittest.skipUnless(TITAN, "TITAN_BINARY not set (the CTest registration sets it)")
     def test_a_file_given_as_a_checkpoint_directory_is_named_as_a_file(self):
@@ -218,6 +223,31 @@ class ReliabilityTest(unittest.TestCase):
         p = subprocess.run([TITAN, "ckpt", "verify", path], capture_output=True, text=True)
         self.assertEqual(p.returncode, 1)
         self.assertIn("is a file, not a checkpoint directory", p.stderr)
+
+    @unittest.skipUnless(TITAN, "TITAN_BINARY not set (the CTest registration sets it)")
+    def test_a_copy_into_its_own_source_is_refused_and_gc_leaves_what_it_did_not_write(self):
+        d = os.path.join(self.tmp, "own")
+        ck.save(model_state(1, 1000), 100, async_=False, dir=d)
+        ck.save(model_state(2, 1000), 200, async_=False, dir=d)
+        for inside in (os.path.join(d, "step_0000000200"), d, os.path.join(d, "sub", "..", "x")):
+            p = subprocess.run([TITAN, "ckpt", "cp", d, inside], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+            self.assertIn("is the source's checkpoint directory", p.stderr)
+        step_dir = os.path.join(d, "step_0000000200")
+        self.assertEqual([n for n in os.listdir(step_dir)
+                          if os.path.isdir(os.path.join(step_dir, n))], [])
+        self.assertFalse(os.path.exists(os.path.join(d, "x")))
+        # A link named like a step directory, pointing out of the checkpoint directory.
+        victim = os.path.join(self.tmp, "victim")
+        os.makedirs(victim)
+        open(os.path.join(victim, "precious"), "w").close()
+        os.symlink(victim, os.path.join(d, "step_0000000050"))
+        p = subprocess.run([TITAN, "ckpt", "gc", d, "--keep-last", "1"], capture_output=True,
+                           text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("left step_0000000050: not a directory", p.stdout)
+        self.assertTrue(os.path.exists(os.path.join(victim, "precious")))
+        self.assertEqual(ck.list_steps(d), [200])
 
     @unittest.skipUnless(TITAN, "TITAN_BINARY not set (the CTest registration sets it)")
     def test_cli(self):

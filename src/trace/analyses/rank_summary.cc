@@ -254,16 +254,26 @@ RankSummary SummariseRank(const RankTrace& t, const SummaryOptions& options) {
   // Largest idle gaps inside the steps.
   if (!s.steps.empty()) {
     std::vector<Interval> in_steps = Clip(busy, s.total.begin_ns, s.total.end_ns);
-    std::vector<IdleGap> gaps;
+    // The `keep` longest (earliest first among equals), in a heap of at most keep + 1: a rank
+    // with a million gaps no longer holds them all (~125 MB each, kept by a resize).
+    const size_t keep = static_cast<size_t>(std::max(0, options.top_gaps));
+    auto longer = [](const IdleGap& a, const IdleGap& b) {
+      return a.length_ns != b.length_ns ? a.length_ns > b.length_ns : a.begin_ns < b.begin_ns;
+    };
+    std::vector<IdleGap> gaps;  // a heap whose front is the shortest kept
     int64_t cursor = s.total.begin_ns;
     for (const Interval& i : in_steps) {
-      if (i.begin_ns > cursor) gaps.push_back(IdleGap{cursor, i.begin_ns - cursor});
+      if (i.begin_ns > cursor && keep > 0) {
+        gaps.push_back(IdleGap{cursor, i.begin_ns - cursor});
+        std::push_heap(gaps.begin(), gaps.end(), longer);
+        if (gaps.size() > keep) {
+          std::pop_heap(gaps.begin(), gaps.end(), longer);
+          gaps.pop_back();
+        }
+      }
       cursor = std::max(cursor, i.end_ns);
     }
-    size_t keep = std::min(gaps.size(), static_cast<size_t>(std::max(0, options.top_gaps)));
-    std::partial_sort(gaps.begin(), gaps.begin() + keep, gaps.end(),
-                      [](const IdleGap& a, const IdleGap& b) { return a.length_ns > b.length_ns; });
-    gaps.resize(keep);
+    std::sort(gaps.begin(), gaps.end(), longer);
     for (IdleGap& g : gaps) {
       int64_t gap_end = g.begin_ns + g.length_ns;
       g.step = step_of(g.begin_ns);
