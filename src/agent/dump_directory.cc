@@ -83,7 +83,8 @@ Status DumpDirectory::Prune(DumpPruneResult* removed) const {
     return a.mtime != b.mtime ? a.mtime > b.mtime : a.path > b.path;
   });
   uint64_t kept_bytes = 0;
-  bool full = false;  // once one dump is removed, every older one goes too
+  bool full = false;   // once one dump is removed, every older one goes too
+  Status first_error;  // one dump that cannot be removed does not keep the others
   for (size_t i = 0; i < files.size(); ++i) {
     full = full || (i > 0 &&
                     (i >= options_.keep_files || kept_bytes + files[i].bytes > options_.max_bytes));
@@ -92,13 +93,16 @@ Status DumpDirectory::Prune(DumpPruneResult* removed) const {
       continue;
     }
     if (!std::filesystem::remove(files[i].path, ec) && ec) {
-      return UnavailableError(
-          fmt::format("removing old dump {}: {}", files[i].path.string(), ec.message()));
+      if (first_error.ok()) {
+        first_error = UnavailableError(
+            fmt::format("removing old dump {}: {}", files[i].path.string(), ec.message()));
+      }
+      continue;
     }
     ++removed->files;
     removed->bytes += files[i].bytes;
   }
-  return OkStatus();
+  return first_error;
 }
 
 }  // namespace titan

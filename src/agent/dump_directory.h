@@ -46,8 +46,9 @@ class DumpDirectory {
   // min_interval_ns. The first call is always admitted.
   bool Admit(int64_t now_ns);
 
-  // Applies retention (see the header comment). Errors name the file that could not be listed or
-  // removed; files removed before the error are still reported in *removed.
+  // Applies retention (see the header comment). Errors name the directory that could not be
+  // listed or the first dump that could not be removed; the other old dumps are still removed
+  // (one stuck file must not stop retention for good) and reported in *removed.
   Status Prune(DumpPruneResult* removed) const;
 
   // File name of the dump of transient `id` whose detection started at `start_ns` (wall clock).

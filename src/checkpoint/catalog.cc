@@ -138,13 +138,22 @@ Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy,
         continue;  // the directory stays too
       }
       uint64_t size = storage.FileSize(path).value_or(0);
-      if (!dry_run) TITAN_RETURN_IF_ERROR(storage.RemoveFile(path));
+      if (!dry_run) {
+        // One file that cannot go (permissions, a store's refusal) keeps its directory, not
+        // the rest of the cleaning; the next gc tries again.
+        if (Status removed = storage.RemoveFile(path); !removed.ok()) {
+          report.skipped.push_back(fmt::format("{}: not removed: {}", path, removed.ToString()));
+          continue;
+        }
+      }
       report.removed_files.push_back(path);
       report.removed_bytes += size;
       --remaining;
     }
     if (!dry_run && remaining == 0) {
-      TITAN_RETURN_IF_ERROR(storage.RemoveDir(dir));
+      if (Status removed = storage.RemoveDir(dir); !removed.ok()) {
+        report.skipped.push_back(fmt::format("{}: not removed: {}", dir, removed.ToString()));
+      }
     }
   }
 

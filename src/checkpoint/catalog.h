@@ -43,8 +43,9 @@ struct GcReport {
   std::vector<std::string> kept_referenced;  // files of dropped checkpoints still referenced
   std::vector<std::string> aborted_writes;   // incomplete uploads removed (object stores)
   // "path: why" of each entry gc would have cleaned but left alone: a step directory that is a
-  // symbolic link, or anything but a regular file inside one (Storage::KindOf). Not errors:
-  // the rest is cleaned, so one stray entry cannot stop retention for good.
+  // symbolic link, anything but a regular file inside one (Storage::KindOf), or a file the
+  // storage refused to remove. Not errors: the rest is cleaned, so one stray entry cannot stop
+  // retention for good.
   std::vector<std::string> skipped;
 };
 

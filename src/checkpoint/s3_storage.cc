@@ -299,6 +299,9 @@ class S3Storage final : public Storage {
   bool IsDir(const std::string& path) override {
     Result<s3::Listing> listing =
         root_->client->List(root_->bucket, root_->DirPrefix(path), "/", 1);
+    // More than the one entry asked for is OUT_OF_RANGE: a directory too (it was taken for
+    // none, so every step directory of more than one object was "not a directory" to gc).
+    if (listing.status().code() == StatusCode::kOutOfRange) return true;
     return listing.ok() && (!listing->objects.empty() || !listing->common_prefixes.empty());
   }
 

@@ -624,7 +624,10 @@ struct Gateway::Impl {
     } else if (!transport_ok) {
       answer.upstream_failed = true;
       answer.cut_off = x->head;
-      answer.error = x->overflow ? fmt::format("{} answered over the relay bound", r.name)
+      answer.error = x->overflow ? fmt::format(
+                                       "{} answered more than the gateway's {} bound on "
+                                       "a whole answer",
+                                       r.name, FormatBytes(kMaxBufferedAnswer))
                                  : fmt::format("{}: {}", r.name, x->result.message);
       answer.retry = !x->head && can_retry;
     } else if (RetryableStatus(x->status)) {
@@ -644,7 +647,9 @@ struct Gateway::Impl {
     if (!answer.retry) answer.body = std::move(x->pending);
     // Account the request on the replica.
     if (!answer.client_gone) {
-      const bool ok = !answer.upstream_failed;
+      // An answer over the gateway's bound is refused to its client (502) but is no failure of
+      // the replica (a large embeddings batch): its health is not touched.
+      const bool ok = !answer.upstream_failed || x->overflow;
       IntervalStats& s = r.interval;
       ++s.requests;
       if (!ok) {

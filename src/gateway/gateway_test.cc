@@ -314,6 +314,28 @@ TEST(GatewayProxyTest, AClientThatReadsTooSlowlyIsCutOffWithoutBlamingTheReplica
   EXPECT_EQ(g->Counters().in_flight, 0u);
 }
 
+// A whole answer over the gateway's 64 MiB bound: a 502 that names the bound, and no failure of
+// the replica (it was counted as one, so a few large embeddings batches ejected it).
+TEST(GatewayProxyTest, AWholeAnswerOverTheBoundIsA502ThatDoesNotBlameTheReplica) {
+  std::string body = "{\"data\":[\"" + std::string(70u << 20, 'x') + "\"]}";
+  ScriptedReplica large("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n" + body);
+  body.clear();
+  GatewayConfig config = BaseConfig({large.port()});
+  config.retries = 0;
+  config.health.warmup_requests = 0;
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+  http::FetchedResponse r = Post(g->port(), "/v1/completions", Completion(3, false));
+  EXPECT_EQ(r.status, 502);
+  EXPECT_NE(r.body.find("bound on a whole answer"), std::string::npos) << r.body;
+  EXPECT_EQ(g->Metrics().find("titan_gateway_upstream_errors_total{replica=\"" +
+                              UrlOf(large.port()) + "\"} 1"),
+            std::string::npos)
+      << g->Metrics();
+  EXPECT_EQ(g->Replicas()[0].state, "ready");
+}
+
 // A replica that sends one event and then goes silent, holding the connection: the client gets
 // the mid-stream error after upstream_idle_timeout, not after upstream_timeout (10 minutes).
 TEST(GatewayProxyTest, AReplicaSilentMidStreamFailsTheStreamAfterTheIdleTimeout) {

@@ -16,7 +16,7 @@ using nlohmann::json;
 
 Monitor::Monitor(const RunOptions& options, int64_t start_ns, MonitorHost& host, RunLog& log,
                  GoodputLedger& ledger, Rendezvous& rdzv, RunOutputs& outputs,
-                 cluster::SlurmNodeWatch* slurm_watch)
+                 const RestartBudget& budget, cluster::SlurmNodeWatch* slurm_watch)
     : o_(options),
       start_ns_(start_ns),
       host_(host),
@@ -26,7 +26,7 @@ Monitor::Monitor(const RunOptions& options, int64_t start_ns, MonitorHost& host,
       outputs_(outputs),
       slurm_watch_(slurm_watch),
       events_(options, host, log, ledger, outputs.step_window()),
-      recovery_(options, log, ledger, rdzv, [this] { StopWorkers(); }) {}
+      recovery_(options, log, ledger, rdzv, budget, [this] { StopWorkers(); }) {}
 
 void Monitor::HandleEvents(const std::vector<wire::ParsedEvent>& events, int64_t now) {
   for (const wire::ParsedEvent& e : events) events_.Handle(e, now);

@@ -39,7 +39,7 @@ class Monitor {
   // `slurm_watch` may be null (no --slurm-watch); `start_ns` is when titan run started (the
   // origin of time-triggered injections).
   Monitor(const RunOptions& options, int64_t start_ns, MonitorHost& host, RunLog& log,
-          GoodputLedger& ledger, Rendezvous& rdzv, RunOutputs& outputs,
+          GoodputLedger& ledger, Rendezvous& rdzv, RunOutputs& outputs, const RestartBudget& budget,
           cluster::SlurmNodeWatch* slurm_watch);
   Monitor(const Monitor&) = delete;
   Monitor& operator=(const Monitor&) = delete;

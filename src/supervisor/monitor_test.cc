@@ -151,7 +151,8 @@ class MonitorTest : public ::testing::Test {
     EXPECT_TRUE(log_.Open("", options_.node_id, kT0).ok());
     ledger_.Start(Phase::kWaiting, kT0);
     RunOutputs outputs(options_, kT0, log_, ledger_);
-    Monitor monitor(options_, kT0, host, log_, ledger_, rdzv_, outputs, nullptr);
+    RestartBudget budget(options_.restart);
+    Monitor monitor(options_, kT0, host, log_, ledger_, rdzv_, outputs, budget, nullptr);
     return monitor.Run(assignment_, WallNowNs() - kNsPerSecond);
   }
 
@@ -187,6 +188,19 @@ TEST_F(MonitorTest, NonZeroExitIsACrashThatRestartsTheJob) {
   ASSERT_EQ(Logged("decision").size(), 1u);
   EXPECT_EQ(Logged("decision")[0]["action"], "restart");
   EXPECT_EQ(Logged("decision")[0]["reason"], "crash");
+}
+
+// With no restart left (--max-restarts 0) the decision says "stop": it said "restart" just
+// before the supervisor gave up.
+TEST_F(MonitorTest, ACrashWithNoRestartLeftIsDecidedAsAStop) {
+  options_.restart.max_restarts = 0;
+  FakeHost host(2);
+  host.on_tick = [](FakeHost& h) {
+    if (h.ticks == 2) h.Exit(0, ExitCode(1));
+  };
+  EXPECT_EQ(RunGeneration(host), Outcome::kRestart);
+  ASSERT_EQ(Logged("decision").size(), 1u);
+  EXPECT_EQ(Logged("decision")[0]["action"], "stop");
 }
 
 TEST_F(MonitorTest, SignalDeathIsBlamedBeforeAnExitCodeOfTheSameTick) {

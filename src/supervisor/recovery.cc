@@ -15,11 +15,12 @@ namespace titan::supervisor {
 using nlohmann::json;
 
 Recovery::Recovery(const RunOptions& options, RunLog& log, GoodputLedger& ledger, Rendezvous& rdzv,
-                   std::function<void()> stop_workers)
+                   const RestartBudget& budget, std::function<void()> stop_workers)
     : o_(options),
       log_(log),
       ledger_(ledger),
       rdzv_(rdzv),
+      budget_(budget),
       stop_workers_(std::move(stop_workers)),
       failures_(options.isolation),
       isolation_(cluster::IsolationRunnerOptions{
@@ -33,7 +34,7 @@ Outcome Recovery::Fail(const Assignment& a, const std::string& kind, const std::
   auto first = rdzv_.RequestRestart(a.generation, reason);
   bool claimed = first.ok() && *first;
   log_.Write("decision",
-             {{"action", "restart"},
+             {{"action", RestartOrStop()},
               {"reason", kind},
               {"detail", detail},
               {"claimed", claimed},
@@ -71,7 +72,7 @@ Outcome Recovery::Fail(const Assignment& a, const std::string& kind, const std::
 Outcome Recovery::Follow(const json& record, int64_t now, const json* local_evidence) {
   detect_ns_ = now;
   ledger_.OnFailure(now, now);
-  json fields = {{"action", "restart"},
+  json fields = {{"action", RestartOrStop()},
                  {"reason", ReasonText(record)},
                  {"by", record.value("node", "")},
                  {"generation", record.value("gen", 0)}};
@@ -91,7 +92,7 @@ Outcome Recovery::LostNodes(const Assignment& a, const std::vector<std::string>&
   json reason = {{"reason", "node-lost"}, {"detail", fmt::format("{} lost", fmt::join(lost, ","))}};
   auto first = rdzv_.RequestRestart(a.generation, reason);
   const bool claimed = first.ok() && *first;
-  log_.Write("decision", {{"action", "restart"},
+  log_.Write("decision", {{"action", RestartOrStop()},
                           {"reason", "node-lost"},
                           {"detail", reason["detail"]},
                           {"claimed", claimed}});

@@ -37,8 +37,10 @@ enum class Outcome { kSucceeded, kSucceededLocally, kRestart, kPreempted, kFatal
 
 class Recovery {
  public:
+  // `budget` (the supervisor's, outliving this) only names the decisions: "restart" while it
+  // has a restart left, "stop" once spent (the supervisor then gives up).
   Recovery(const RunOptions& options, RunLog& log, GoodputLedger& ledger, Rendezvous& rdzv,
-           std::function<void()> stop_workers);
+           const RestartBudget& budget, std::function<void()> stop_workers);
 
   // A failure of `kind` ("crash", "hang", "straggler") seen here in generation `a`, which
   // happened at `failure_ns`: claims the restart, stops the workers and, when claimed and
@@ -76,10 +78,15 @@ class Recovery {
   // background.
   void Isolate(const std::string& host, int rank, const std::string& reason);
 
+  // The action a failure's decision names: "restart" while the budget has one left, else
+  // "stop" (logging "restart" before the give-up read as if the job would restart).
+  const char* RestartOrStop() const { return budget_.Exhausted() ? "stop" : "restart"; }
+
   const RunOptions& o_;
   RunLog& log_;
   GoodputLedger& ledger_;
   Rendezvous& rdzv_;
+  const RestartBudget& budget_;
   std::function<void()> stop_workers_;
   FailureTracker failures_;
   cluster::IsolationRunner isolation_;

@@ -326,7 +326,7 @@ class Supervisor {
     TITAN_RETURN_IF_ERROR(outputs_.StartEndpoint());
     base_env_ = BaseWorkerEnv(o_, socket_path_, environ);
     monitor_ = std::make_unique<Monitor>(o_, start_ns_, host_, log_, ledger_, *rdzv_, outputs_,
-                                         slurm_watch_.get());
+                                         budget_, slurm_watch_.get());
     return OkStatus();
   }
 
