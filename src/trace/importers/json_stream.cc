@@ -1,7 +1,5 @@
 #include "src/trace/importers/json_stream.h"
 
-#include <array>
-#include <cstdint>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -12,14 +10,6 @@ namespace {
 constexpr size_t kInitialBufferBytes = 4 << 20;
 constexpr size_t kBatchBytes = 1 << 20;
 constexpr size_t kMaxValueBytes = size_t{1} << 31;  // one event or member larger than 2 GiB: no
-
-// +1 for an opening bracket, -1 for a closing one, 0 for every other structural character.
-constexpr std::array<int8_t, 256> kBracketDepth = [] {
-  std::array<int8_t, 256> t{};
-  t['{'] = t['['] = 1;
-  t['}'] = t[']'] = -1;
-  return t;
-}();
 
 inline bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 inline bool EndsScalar(char c) { return c == ',' || c == '}' || c == ']' || IsSpace(c); }
@@ -263,59 +253,58 @@ Status JsonStream::StreamArray(const Handler& handler) {
     uint32_t n = region > 0 ? stage1_->n_structural_indexes : 0;
     const uint32_t* idx = region > 0 ? stage1_->structural_indexes.get() : nullptr;
     const size_t origin = pos_;
-    const char* b = buf_.data();
-    while (n > 0 && origin + idx[n - 1] >= end_) --n;  // the quote appended for the scan
     element_begin_.clear();
     int depth = 0;
     bool expect_value = first;
     size_t element_start = 0;
     bool finished = false;
     for (uint32_t k = 0; k < n; ++k) {
-      if (depth > 0) {
-        // Inside an event only brackets count: the hot loop, one table add per structural.
-        do {
-          depth += kBracketDepth[static_cast<uint8_t>(b[origin + idx[k]])];
-        } while (depth > 0 && ++k < n);
-        if (depth > 0) break;  // the region ends inside this event
-        size_t p = origin + idx[k];
-        element_begin_.push_back(element_start);
-        batch_end_ = p + 1;
-        pos_ = p + 1;
-        first = false;
-        expect_value = false;
-        if (batch_end_ - element_begin_.front() >= kBatchBytes) {
-          TITAN_RETURN_IF_ERROR(ParseBatch(handler));
-          element_begin_.clear();
-        }
-        continue;
-      }
       size_t p = origin + idx[k];
-      char c = b[p];
-      if (c == ']' && (!expect_value || first)) {
-        finished = true;
-        pos_ = p + 1;
-        break;
-      }
-      if (c == ',') {
-        if (expect_value) {
-          return Error(StatusCode::kInvalidArgument, base_ + p,
-                       "malformed JSON: unexpected ',' in the trace events array");
+      if (p >= end_) break;
+      char c = buf_[p];
+      if (depth == 0) {
+        if (c == ']' && (!expect_value || first)) {
+          finished = true;
+          pos_ = p + 1;
+          break;
         }
-        expect_value = true;
+        if (c == ',') {
+          if (expect_value) {
+            return Error(StatusCode::kInvalidArgument, base_ + p,
+                         "malformed JSON: unexpected ',' in the trace events array");
+          }
+          expect_value = true;
+          continue;
+        }
+        if (!expect_value) {
+          return Error(StatusCode::kInvalidArgument, base_ + p,
+                       fmt::format("malformed JSON: expected ',' or ']' between trace events, "
+                                   "found '{}'",
+                                   c));
+        }
+        if (c != '{') {
+          return Error(StatusCode::kInvalidArgument, base_ + p,
+                       "a trace event is not a JSON object; not a profiler trace");
+        }
+        element_start = p;
+        depth = 1;
         continue;
       }
-      if (!expect_value) {
-        return Error(StatusCode::kInvalidArgument, base_ + p,
-                     fmt::format("malformed JSON: expected ',' or ']' between trace events, "
-                                 "found '{}'",
-                                 c));
+      if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        if (--depth == 0) {
+          element_begin_.push_back(element_start);
+          batch_end_ = p + 1;
+          pos_ = p + 1;
+          first = false;
+          expect_value = false;
+          if (batch_end_ - element_begin_.front() >= kBatchBytes) {
+            TITAN_RETURN_IF_ERROR(ParseBatch(handler));
+            element_begin_.clear();
+          }
+        }
       }
-      if (c != '{') {
-        return Error(StatusCode::kInvalidArgument, base_ + p,
-                     "a trace event is not a JSON object; not a profiler trace");
-      }
-      element_start = p;
-      depth = 1;
     }
     if (!element_begin_.empty()) TITAN_RETURN_IF_ERROR(ParseBatch(handler));
     if (finished) return OkStatus();
