@@ -39,6 +39,17 @@ std::string Micros(int64_t ns) {
   return frac == 0 ? fmt::format("{}", whole) : fmt::format("{}.{:03d}", whole, frac);
 }
 
+// A "ts" in nanoseconds; false (the event keeps its ts as written) for anything but a number
+// of microseconds within kMaxTraceTimeNs, which the importers count as malformed.
+bool TsNanos(simdjson::dom::element value, int64_t* ns) {
+  double d;
+  int64_t i;
+  if (!value.get_int64().get(i)) {
+    return !__builtin_mul_overflow(i, int64_t{1000}, ns) && IsTraceTime(*ns);
+  }
+  return !value.get_double().get(d) && MicrosToNanos(d, ns);
+}
+
 // Re-emits one event with `pid` rewritten and `ts` moved by `offset_ns`.
 std::string Rewrite(simdjson::dom::object event, const std::string& pid_prefix, int64_t offset_ns,
                     bool rewrite) {
@@ -50,16 +61,9 @@ std::string Rewrite(simdjson::dom::object event, const std::string& pid_prefix, 
     out += '"';
     out += key;
     out += "\":";
-    if (rewrite && key == "ts") {
-      int64_t ns = 0;
-      double d;
-      int64_t i;
-      if (!value.get_int64().get(i)) {
-        ns = i * 1000;
-      } else if (!value.get_double().get(d)) {
-        MicrosToNanos(d, &ns);
-      }
-      out += Micros(ns + offset_ns);
+    int64_t ns = 0;
+    if (rewrite && key == "ts" && TsNanos(value, &ns)) {
+      out += Micros(ns + offset_ns);  // both within kMaxTraceTimeNs: no overflow
     } else if (rewrite && key == "pid") {
       std::string pid = simdjson::minify(value);
       if (!pid.empty() && pid.front() == '"') pid = pid.substr(1, pid.size() - 2);

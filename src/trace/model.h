@@ -62,6 +62,16 @@ class StringTable {
   std::unordered_map<std::string_view, StringId> index_;
 };
 
+// Every time and duration in the model lies within +-kMaxTraceTimeNs (2^62 - 1 ns, 146 years):
+// an event's start, its duration and its end (importers count a ts or dur beyond it, or an end
+// beyond it, as malformed), an epoch offset, and every time in a node summary. So a time plus a
+// duration, and the difference of two times, never overflow int64; sums of many of them, and
+// times moved by another rank's clock offset, still can (the cross-rank analysis saturates).
+inline constexpr int64_t kMaxTraceTimeNs = (int64_t{1} << 62) - 1;
+inline constexpr bool IsTraceTime(int64_t ns) {
+  return ns >= -kMaxTraceTimeNs && ns <= kMaxTraceTimeNs;
+}
+
 // One complete ('X') event.
 struct Op {
   int64_t ts_ns = 0;

@@ -204,6 +204,21 @@ Status ReadInRange(const Value& v, int64_t lo, int64_t hi, Int* out) {
 
 Status Read(const Value& v, int* out) { return ReadInRange(v, INT32_MIN, INT32_MAX, out); }
 
+// Times and durations: within kMaxTraceTimeNs (src/trace/model.h), as every time titan writes
+// is, so that the analyses can add and subtract them without overflow.
+Status CheckTime(const Value& v, int64_t ns) {
+  if (IsTraceTime(ns)) return OkStatus();
+  return v.Bad(fmt::format("{} ns is outside +-2^62 ns (146 years): not a time from a trace", ns));
+}
+Status ReadTime(const Value& v, int64_t* out) {
+  TITAN_RETURN_IF_ERROR(Read(v, out));
+  return CheckTime(v, *out);
+}
+// A length in [0, max]: the difference of two times can exceed kMaxTraceTimeNs.
+Status ReadLength(const Value& v, int64_t* out, int64_t max = INT64_MAX) {
+  return ReadInRange(v, 0, max, out);
+}
+
 Status Read(const Value& v, bool* out) {
   if (!v.j->is_boolean()) return v.Bad("expected true or false");
   *out = v.j->get<bool>();
@@ -264,19 +279,25 @@ Status ReadArray(const Value& object, const char* key, std::vector<T>* out, F re
   return OkStatus();
 }
 
+// A step's parts (compute, exposed communication and memory, idle) each lie within its length,
+// as titan computes them (the total's too: steps do not overlap).
 Status ReadStep(const Value& v, StepBreakdown* b) {
   TITAN_RETURN_IF_ERROR(CheckArray(v, 8));
   TITAN_RETURN_IF_ERROR(Read(v[0], &b->name));
-  int64_t* ints[] = {&b->number,          &b->begin_ns,       &b->end_ns, &b->compute_ns,
-                     &b->exposed_comm_ns, &b->exposed_mem_ns, &b->idle_ns};
-  for (size_t i = 0; i < 7; ++i) TITAN_RETURN_IF_ERROR(Read(v[i + 1], ints[i]));
+  TITAN_RETURN_IF_ERROR(Read(v[1], &b->number));
+  TITAN_RETURN_IF_ERROR(ReadTime(v[2], &b->begin_ns));
+  TITAN_RETURN_IF_ERROR(ReadTime(v[3], &b->end_ns));
+  if (b->end_ns < b->begin_ns) return v[3].Bad("the step ends before it begins");
+  int64_t* parts[] = {&b->compute_ns, &b->exposed_comm_ns, &b->exposed_mem_ns, &b->idle_ns};
+  for (size_t i = 0; i < 4; ++i)
+    TITAN_RETURN_IF_ERROR(ReadLength(v[i + 4], parts[i], b->wall_ns()));
   return OkStatus();
 }
 
 Status ReadGap(const Value& v, IdleGap* g) {
   TITAN_RETURN_IF_ERROR(CheckArray(v, 7));
-  TITAN_RETURN_IF_ERROR(Read(v[0], &g->begin_ns));
-  TITAN_RETURN_IF_ERROR(Read(v[1], &g->length_ns));
+  TITAN_RETURN_IF_ERROR(ReadTime(v[0], &g->begin_ns));
+  TITAN_RETURN_IF_ERROR(ReadLength(v[1], &g->length_ns));
   TITAN_RETURN_IF_ERROR(Read(v[2], &g->step));
   TITAN_RETURN_IF_ERROR(Read(v[3], &g->next_op));
   TITAN_RETURN_IF_ERROR(Read(v[4], &g->launched_by));
@@ -309,7 +330,7 @@ Status ReadCollectives(const Value& rank, RankSummary* s) {
                          ReadInRange(v[0], 0, static_cast<int64_t>(groups.size()) - 1, &group));
                      TITAN_RETURN_IF_ERROR(Read(v[1], &c->seq));
                      TITAN_RETURN_IF_ERROR(Read(v[2], &start_delta));
-                     TITAN_RETURN_IF_ERROR(Read(v[3], &duration));
+                     TITAN_RETURN_IF_ERROR(ReadTime(v[3], &duration));
                      TITAN_RETURN_IF_ERROR(Read(v[4], &c->step));
                      TITAN_RETURN_IF_ERROR(Read(v[5], &c->elements));
                      c->process_group = groups[group].first;
@@ -317,8 +338,9 @@ Status ReadCollectives(const Value& rank, RankSummary* s) {
                      c->ordinal = ordinals[group]++;
                      start += static_cast<uint64_t>(start_delta);  // modulo 2^64, as written
                      c->start_ns = static_cast<int64_t>(start);
-                     c->end_ns = static_cast<int64_t>(start + static_cast<uint64_t>(duration));
-                     return OkStatus();
+                     TITAN_RETURN_IF_ERROR(CheckTime(v[2], c->start_ns));
+                     c->end_ns = c->start_ns + duration;  // both within the bound
+                     return CheckTime(v[3], c->end_ns);
                    });
 }
 
@@ -346,7 +368,10 @@ Status ReadRank(const Value& v, RankSummary* s) {
   }
   TITAN_RETURN_IF_ERROR(ReadMember(v, "has_gpu", &s->has_gpu));
   TITAN_RETURN_IF_ERROR(ReadMember(v, "wall_clock", &s->wall_clock));
-  TITAN_RETURN_IF_ERROR(ReadMember(v, "epoch_offset_ns", &s->epoch_offset_ns));
+  {
+    TITAN_ASSIGN_OR_RETURN(Value m, Member(v, "epoch_offset_ns"));
+    TITAN_RETURN_IF_ERROR(ReadTime(m, &s->epoch_offset_ns));
+  }
   TITAN_RETURN_IF_ERROR(ReadMember(v, "input_bytes", &s->input_bytes));
   TITAN_RETURN_IF_ERROR(ReadMember(v, "ops", &s->ops));
   TITAN_RETURN_IF_ERROR(ReadMember(v, "warnings", &s->warnings));
@@ -367,10 +392,15 @@ Status ReadRank(const Value& v, RankSummary* s) {
   {
     TITAN_ASSIGN_OR_RETURN(Value m, Member(v, "launch_delay_ns"));
     Distribution& d = s->launch_delay;
-    TITAN_RETURN_IF_ERROR(
-        ReadRecord<int64_t>(m, {&d.count, &d.p50_ns, &d.p90_ns, &d.p99_ns, &d.max_ns}));
+    TITAN_RETURN_IF_ERROR(CheckArray(m, 5));
+    TITAN_RETURN_IF_ERROR(ReadLength(m[0], &d.count, INT64_MAX));
+    int64_t* delays[] = {&d.p50_ns, &d.p90_ns, &d.p99_ns, &d.max_ns};  // differences of times
+    for (size_t i = 0; i < 4; ++i) TITAN_RETURN_IF_ERROR(Read(m[i + 1], delays[i]));
   }
-  TITAN_RETURN_IF_ERROR(ReadMember(v, "dataloader_ns", &s->dataloader_ns));
+  {
+    TITAN_ASSIGN_OR_RETURN(Value m, Member(v, "dataloader_ns"));
+    TITAN_RETURN_IF_ERROR(ReadLength(m, &s->dataloader_ns));
+  }
   TITAN_RETURN_IF_ERROR(ReadMember(v, "verdict", &s->verdict));
   TITAN_RETURN_IF_ERROR(ReadMember(v, "evidence", &s->evidence));
   return ReadCollectives(v, s);

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "src/trace/analyses/cross_rank.h"
 #include "src/trace/split_analysis.h"
 #include "src/trace/testing/synthetic.h"
 #include "src/trace/testing/temp_dir.h"
@@ -39,16 +40,17 @@ TEST(SummaryFile, RoundTripsEveryField) {
   ASSERT_EQ(node.ranks.size(), 2u);
   ASSERT_EQ(node.hta.size(), 2u);
   ASSERT_FALSE(node.ranks[1].collectives.empty());
-  // Values at the edges of their types survive: int64 extremes in a collective (the start is
-  // stored as a difference to the previous start) and NaN/inf doubles.
+  // Values at the edges of their range survive: times at +-kMaxTraceTimeNs in a collective (the
+  // start is stored as a difference to the previous start: 2^63 - 2 between these two), a
+  // duration of -kMaxTraceTimeNs, and NaN/inf doubles.
   CollectiveCall extreme = node.ranks[1].collectives.back();
   extreme.ordinal++;  // the next call of its group
-  extreme.start_ns = std::numeric_limits<int64_t>::min();
-  extreme.end_ns = std::numeric_limits<int64_t>::max();
+  extreme.start_ns = -kMaxTraceTimeNs;
+  extreme.end_ns = 0;
   node.ranks[1].collectives.push_back(extreme);
   extreme.ordinal++;
-  extreme.start_ns = std::numeric_limits<int64_t>::max();
-  extreme.end_ns = std::numeric_limits<int64_t>::min();
+  extreme.start_ns = kMaxTraceTimeNs;
+  extreme.end_ns = 0;
   node.ranks[1].collectives.push_back(extreme);
   node.hta[0].comm_comp_overlap_pct = std::numeric_limits<double>::quiet_NaN();
   node.hta[1].idle_pct = std::numeric_limits<double>::infinity();
@@ -149,6 +151,70 @@ TEST(SummaryFile, BadDocumentsAreRefusedWithThePlace) {
   EXPECT_EQ(ErrorAfter([](nlohmann::json& d) { d = nlohmann::json::array(); }),
             "INVALID_ARGUMENT: n1.json: not a titan trace summary (the document: expected an "
             "object): write it again with titan trace summarize");
+}
+
+// Hand-edited times past kMaxTraceTimeNs, or parts of a step longer than the step, are refused
+// (they overflowed the cross-rank analysis), and times at the bound are analysed without it.
+TEST(SummaryFile, AbsurdTimesAreRefusedAndTimesAtTheBoundDoNotOverflow) {
+  const int64_t past = kMaxTraceTimeNs + 1;
+  auto refused = [](std::string_view place, std::string_view why) {
+    return fmt::format(
+        "INVALID_ARGUMENT: n1.json: not a titan trace summary ({}: {}): write it again with "
+        "titan trace summarize",
+        place, why);
+  };
+  EXPECT_EQ(ErrorAfter([&](nlohmann::json& d) { d["ranks"][0]["steps"][1][3] = past; }),
+            refused("ranks[0].steps[1][3]",
+                    "4611686018427387904 ns is outside +-2^62 ns (146 years): not a time from a "
+                    "trace"));
+  int64_t wall = 0;
+  const std::string more_compute_than_wall = ErrorAfter([&](nlohmann::json& d) {
+    auto& step = d["ranks"][0]["steps"][1];
+    wall = step[3].get<int64_t>() - step[2].get<int64_t>();
+    step[4] = wall + 1;
+  });
+  EXPECT_EQ(more_compute_than_wall,
+            refused("ranks[0].steps[1][4]", fmt::format("{} is outside [0, {}]", wall + 1, wall)));
+  EXPECT_EQ(ErrorAfter([](nlohmann::json& d) {
+              auto& step = d["ranks"][0]["steps"][1];
+              step[3] = step[2].get<int64_t>() - 1;
+            }),
+            refused("ranks[0].steps[1][3]", "the step ends before it begins"));
+  EXPECT_EQ(ErrorAfter([&](nlohmann::json& d) { d["ranks"][1]["epoch_offset_ns"] = -past; }),
+            refused("ranks[1].epoch_offset_ns",
+                    "-4611686018427387904 ns is outside +-2^62 ns (146 years): not a time from a "
+                    "trace"));
+  EXPECT_EQ(ErrorAfter([&](nlohmann::json& d) { d["ranks"][1]["collectives"][0][2] = past; }),
+            refused("ranks[1].collectives[0][2]",
+                    "4611686018427387904 ns is outside +-2^62 ns (146 years): not a time from a "
+                    "trace"));
+  EXPECT_EQ(ErrorAfter([](nlohmann::json& d) { d["ranks"][1]["dataloader_ns"] = -1; }),
+            refused("ranks[1].dataloader_ns", "-1 is outside [0, 9223372036854775807]"));
+
+  // Times at opposite ends of the range on two ranks without a shared clock: every call but the
+  // last gives rank 1 a clock offset of about 2^63, and its last call, moved by it, leaves int64,
+  // as do the waits and their sums. They saturate (the ASan+UBSan run of this test aborts on a
+  // signed overflow; the release run saw waits wrap negative).
+  TempDir dir;
+  NodeSummary node = TwoRankNode(dir);
+  for (RankSummary& r : node.ranks) r.wall_clock = false;
+  for (CollectiveCall& c : node.ranks[0].collectives) {
+    c.start_ns = kMaxTraceTimeNs - 1;
+    c.end_ns = kMaxTraceTimeNs;
+  }
+  for (CollectiveCall& c : node.ranks[1].collectives) {
+    const bool last = &c == &node.ranks[1].collectives.back();
+    c.start_ns = last ? kMaxTraceTimeNs - 1 : -kMaxTraceTimeNs;
+    c.end_ns = c.start_ns + 1;
+  }
+  Result<NodeSummary> read = DecodeSummary(EncodeSummary(node), "bound.json");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  CrossRankResult cross = AnalyseAcrossRanks(read->ranks, 5);
+  for (const RankWaits& w : cross.ranks) {
+    EXPECT_GE(w.wait_ns, 0) << "rank " << w.rank;
+    EXPECT_GE(w.cost_ns, 0) << "rank " << w.rank;
+  }
+  for (const MatchedCollective& c : cross.worst) EXPECT_GE(c.skew_ns, 0);
 }
 
 TEST(SummaryFile, MalformedAndDeepJsonAreRefusedBeforeParsing) {

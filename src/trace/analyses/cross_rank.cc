@@ -4,6 +4,8 @@
 #include <map>
 #include <tuple>
 
+#include "src/base/saturating.h"
+
 namespace titan::trace {
 namespace {
 
@@ -90,7 +92,7 @@ CrossRankResult AnalyseAcrossRanks(const std::vector<RankSummary>& ranks, int to
       }
       if (ref == nullptr) continue;
       for (const Arrival& a : arrivals) {
-        if (a.rank_index != 0) diffs[a.rank_index].push_back(ref->end_ns - a.end_ns);
+        if (a.rank_index != 0) diffs[a.rank_index].push_back(SaturatingSub(ref->end_ns, a.end_ns));
       }
     }
     for (size_t i = 1; i < n; ++i) {
@@ -118,19 +120,21 @@ CrossRankResult AnalyseAcrossRanks(const std::vector<RankSummary>& ranks, int to
     m.step = arrivals.front().step;
     std::vector<std::pair<int64_t, int>> at;  // (aligned arrival, rank index)
     for (const Arrival& a : arrivals)
-      at.emplace_back(a.start_ns + offset[a.rank_index], a.rank_index);
+      at.emplace_back(SaturatingAdd(a.start_ns, offset[a.rank_index]), a.rank_index);
     std::sort(at.begin(), at.end());
     int64_t last = at.back().first;
     m.last_rank = ranks[at.back().second].rank;
-    m.skew_ns = last - at.front().first;
-    m.last_cost_ns = last - at[at.size() - 2].first;
+    m.skew_ns = SaturatingSub(last, at.front().first);
+    m.last_cost_ns = SaturatingSub(last, at[at.size() - 2].first);
     for (auto& [t, idx] : at) {
-      m.wait_ns.emplace_back(ranks[idx].rank, last - t);
+      const int64_t wait = SaturatingSub(last, t);
+      m.wait_ns.emplace_back(ranks[idx].rank, wait);
       r.ranks[idx].matched++;
-      r.ranks[idx].wait_ns += last - t;
+      r.ranks[idx].wait_ns = SaturatingAdd(r.ranks[idx].wait_ns, wait);
     }
     r.ranks[at.back().second].times_last++;
-    r.ranks[at.back().second].cost_ns += m.last_cost_ns;
+    r.ranks[at.back().second].cost_ns =
+        SaturatingAdd(r.ranks[at.back().second].cost_ns, m.last_cost_ns);
     matched.push_back(std::move(m));
   }
   r.matched = static_cast<int64_t>(matched.size());
@@ -156,7 +160,7 @@ CrossRankResult AnalyseAcrossRanks(const std::vector<RankSummary>& ranks, int to
     if (w.matched == 0 || w.cost_ns == 0) continue;
     int64_t per_step = w.cost_ns / steps;
     bool often = w.times_last * 4 >= w.matched;
-    bool costly = median_step == 0 || per_step * 100 >= median_step;
+    bool costly = median_step == 0 || SaturatingMul(per_step, 100) >= median_step;
     if (often && costly && n >= 2)
       r.stragglers.push_back({w.rank, w.times_last, w.matched, per_step});
   }

@@ -9,7 +9,7 @@ namespace titan::trace {
 
 bool MicrosToNanos(double micros, int64_t* out_ns) {
   if (!std::isfinite(micros) || std::fabs(micros) > 9.2e15) return false;
-  if (std::fabs(micros) < 8e12) {
+  if (std::fabs(micros) < 8e12) {  // within kMaxTraceTimeNs
     auto k = static_cast<int64_t>(std::nearbyint(micros * 1000.0));
     // Exact when k (ns) is the decimal that the double was rounded from.
     for (int64_t candidate : {k, k - 1, k + 1}) {
@@ -20,7 +20,7 @@ bool MicrosToNanos(double micros, int64_t* out_ns) {
     }
   }
   *out_ns = static_cast<int64_t>(std::llround(static_cast<long double>(micros) * 1000.0L));
-  return true;
+  return IsTraceTime(*out_ns);
 }
 
 namespace internal {
@@ -73,9 +73,9 @@ std::string_view MalformedFieldText(uint8_t field) {
     case kMalformedPh:
       return "a \"ph\" that is not a string";
     case kMalformedTs:
-      return "a \"ts\" that is not a number of microseconds";
+      return "a \"ts\" that is not a number of microseconds within +-2^62 ns";
     default:
-      return "a \"dur\" that is not a number of microseconds";
+      return "a \"dur\" that is not a number of microseconds or ends past +-2^62 ns";
   }
 }
 
@@ -114,6 +114,11 @@ bool FinishEvent(const EventFields& f, const EventParseOptions& options, Op op, 
   if (!f.has_ts || !f.has_dur) {
     out->stats.missing_fields++;
     return true;
+  }
+  if (!IsTraceTime(op.end_ns())) {  // both parts are within the bound: the sum cannot overflow
+    out->stats.malformed_dur++;
+    if (op.collective >= 0) out->collectives.pop_back();
+    return false;
   }
   if (!f.has_name) out->stats.missing_fields++;
   if (!f.has_cat && options.default_kind != EventKind::kOther &&
@@ -170,12 +175,12 @@ bool ParseMicrosToken(std::string_view t, int64_t* out_ns, bool* is_float) {
   if (i != t.size()) return false;
   int64_t ns;
   if (__builtin_mul_overflow(static_cast<int64_t>(whole), int64_t{1000}, &ns) ||
-      whole > static_cast<uint64_t>(INT64_MAX)) {
-    return false;
+      whole > static_cast<uint64_t>(INT64_MAX) || ns > kMaxTraceTimeNs) {
+    return false;  // past the bound, so adding the fraction below cannot overflow
   }
   ns += frac_ns + (round_up ? 1 : 0);
   *out_ns = negative ? -ns : ns;
-  return true;
+  return IsTraceTime(*out_ns);
 }
 
 }  // namespace internal

@@ -21,7 +21,8 @@ struct EventParseOptions {
 // nanoseconds, recovering the exact decimal the file held: Kineto writes at most 3 decimals, and
 // below 8e12 us (92 days; Kineto's relative timestamps) distinct 3-decimal values are distinct
 // doubles, so the result is exact. Larger values (fractional epoch microseconds) are rounded
-// to the nearest nanosecond of the double. False for NaN, infinities and overflow.
+// to the nearest nanosecond of the double. False for NaN, infinities and anything past
+// +-kMaxTraceTimeNs.
 bool MicrosToNanos(double micros, int64_t* out_ns);
 
 }  // namespace titan::trace

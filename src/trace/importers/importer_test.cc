@@ -470,17 +470,23 @@ TEST(ImportTraceFile, AMalformedPhTsOrDurSkipsThatEventCountsItAndWarns) {
     uint64_t ImportStats::*counter;
     std::string reason;
   };
-  const std::string not_a_number = "that is not a number of microseconds";
+  const std::string bad_ts = R"(a "ts" that is not a number of microseconds within +-2^62 ns)";
+  const std::string bad_dur =
+      R"(a "dur" that is not a number of microseconds or ends past +-2^62 ns)";
   for (const Case& c : std::vector<Case>{
            {"ph", "5", &ImportStats::malformed_ph, R"(a "ph" that is not a string)"},
            {"ph", "null", &ImportStats::malformed_ph, R"(a "ph" that is not a string)"},
-           {"ts", R"("12")", &ImportStats::malformed_ts, R"(a "ts" )" + not_a_number},
-           {"ts", "1e16", &ImportStats::malformed_ts, R"(a "ts" )" + not_a_number},
-           {"ts", "9223372036854775807", &ImportStats::malformed_ts, R"(a "ts" )" + not_a_number},
-           {"dur", "{}", &ImportStats::malformed_dur, R"(a "dur" )" + not_a_number},
-           {"dur", "true", &ImportStats::malformed_dur, R"(a "dur" )" + not_a_number},
-           {"dur", "18446744073709551615", &ImportStats::malformed_dur,
-            R"(a "dur" )" + not_a_number}}) {
+           {"ts", R"("12")", &ImportStats::malformed_ts, bad_ts},
+           {"ts", "1e16", &ImportStats::malformed_ts, bad_ts},
+           {"ts", "9223372036854775807", &ImportStats::malformed_ts, bad_ts},
+           // Past kMaxTraceTimeNs (2^62 - 1 ns), as an integer and as a double.
+           {"ts", "4611686018427388", &ImportStats::malformed_ts, bad_ts},
+           {"ts", "-4.7e15", &ImportStats::malformed_ts, bad_ts},
+           {"dur", "{}", &ImportStats::malformed_dur, bad_dur},
+           {"dur", "true", &ImportStats::malformed_dur, bad_dur},
+           {"dur", "18446744073709551615", &ImportStats::malformed_dur, bad_dur},
+           // Within the bound, but the event (at 20 us) then ends past it.
+           {"dur", "4611686018427387", &ImportStats::malformed_dur, bad_dur}}) {
     SCOPED_TRACE(c.field + ": " + c.value);
     std::string doc = TraceWithOneBadEvent(c.field, c.value);
     Result<RankTrace> t = FromMemory(doc);
@@ -513,8 +519,9 @@ TEST(ImportTraceFile, ATraceWhoseEveryEventIsMalformedFails) {
     EXPECT_EQ(t.status().message(),
               fmt::format("all_bad.json: no usable trace events: 3 of 3 events are malformed (1 "
                           "with a \"ph\" that is not a string, 1 with a \"ts\" that is not a "
-                          "number of microseconds, 1 with a \"dur\" that is not a number of "
-                          "microseconds); the first, at byte {}, has a \"ph\" that is not a string",
+                          "number of microseconds within +-2^62 ns, 1 with a \"dur\" that is not "
+                          "a number of microseconds or ends past +-2^62 ns); the first, at byte "
+                          "{}, has a \"ph\" that is not a string",
                           doc.find(R"({"ph": 1)")));
   }
 }

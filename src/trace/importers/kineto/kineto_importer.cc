@@ -47,8 +47,8 @@ Status KinetoImporter::OnMember(std::string_view key, simdjson::dom::element val
       break;
     }
   } else if (key == "baseTimeNanoseconds") {
-    int64_t base;
-    if (!value.get_int64().get(base)) {
+    int64_t base;  // past kMaxTraceTimeNs it is not a clock: the trace is read without one
+    if (!value.get_int64().get(base) && IsTraceTime(base)) {
       out->epoch_offset_ns = base;
       out->wall_clock = true;
     }
