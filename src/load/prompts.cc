@@ -293,7 +293,7 @@ BuiltPrompt PromptBuilder::Build(uint64_t request_index) const {
 
 namespace {
 
-constexpr size_t kMaxJsonDepth = 16;
+constexpr size_t kMaxPromptLineDepth = 16;
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -340,7 +340,7 @@ class PromptFileParser {
                                          name_, text.size(), kMaxPromptFileBytes));
     }
     if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
-    if (parser_.allocate(1 << 16, kMaxJsonDepth) != simdjson::SUCCESS) {
+    if (parser_.allocate(1 << 16, kMaxPromptLineDepth) != simdjson::SUCCESS) {
       return InternalError("allocating a JSON parser");
     }
     const size_t first = text.find_first_not_of(" \t\r\n");

@@ -14,7 +14,7 @@
 namespace titan::load {
 namespace {
 
-constexpr size_t kMaxJsonDepth = 8;
+constexpr size_t kMaxTraceLineDepth = 8;
 
 // A row before sorting: its absolute time (ns, any origin) and where it came from.
 struct Row {
@@ -290,7 +290,7 @@ class TraceParser {
 
   Result<Pos> ParseJsonLine(std::string_view line, size_t line_number, Row* row) {
     if (!parser_allocated_) {
-      if (parser_.allocate(4096, kMaxJsonDepth) != simdjson::SUCCESS) {
+      if (parser_.allocate(4096, kMaxTraceLineDepth) != simdjson::SUCCESS) {
         return InternalError("allocating a JSON parser");
       }
       parser_allocated_ = true;

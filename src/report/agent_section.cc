@@ -16,7 +16,6 @@ namespace titan::report {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr size_t kMaxSignalPlots = 24;
 constexpr size_t kMaxSeriesPerPlot = 8;
 // Recorder dump process ids (src/agent/recorder_dump.cc).

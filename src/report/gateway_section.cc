@@ -13,8 +13,6 @@ namespace titan::report {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 std::string ToneOf(const std::string& type) {
   if (type == "eject" || type == "replica_exit") return "bad";
   if (type == "readmit" || type == "ready") return "ok";

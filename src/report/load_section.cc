@@ -13,8 +13,6 @@ namespace titan::report {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // The distributions a run reports, in the order of its summary table.
 constexpr std::pair<const char*, const char*> kDistributions[] = {
     {"ttft", "TTFT"},

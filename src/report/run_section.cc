@@ -17,8 +17,6 @@ namespace titan::report {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // The ledger's phases in the order they stack (titan run's --ledger-json "seconds").
 constexpr std::pair<const char*, const char*> kPhases[] = {
     {"productive", "#2ca02c"}, {"startup", "#1f77b4"}, {"checkpoint", "#17becf"},

@@ -9,6 +9,7 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@
 namespace titan::report {
 
 inline constexpr size_t kMaxRankLines = 16;
+// A missing number (a gap in a series, an empty cell).
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 void AddLoadRun(const Input& input, Report* report);
 void AddLoadSweep(const Input& input, Report* report);

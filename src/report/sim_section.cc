@@ -14,8 +14,6 @@ namespace titan::report {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 constexpr const char* kShares[] = {"productive", "checkpoint", "lost_work", "restart",
                                    "detection",  "waiting",    "degraded"};
 constexpr const char* kShareColors[] = {"#2ca02c", "#17becf", "#d62728", "#9467bd",

@@ -16,7 +16,6 @@ namespace titan::report {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kMs = 1e-6;  // ns -> ms
 constexpr size_t kMaxHeatmapRows = 1000;
 
