@@ -78,3 +78,51 @@ def test_the_version_is_one_version():
                         env={**os.environ, "PYTHONPATH": os.environ["TITAN_PYTHONPATH"]})
     assert py.returncode == 0, py.stderr
     assert py.stdout.strip() == version
+
+
+def test_no_output_overwrites_an_input_or_another_output(tmp_path):
+    """A probe found outputs written over inputs, each exiting 0: `trace summarize -o` and
+    `trace analyze --report` over the trace, `titan load --records` over its --prompts,
+    `titan run --ledger-json` over the worker script, and two outputs on one file. Each is now
+    a usage error (exit 2) before anything runs, and the input is untouched."""
+    trace = tmp_path / "rank0.json"
+    trace.write_text('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, '
+                     '"dur": 2, "pid": 1, "tid": 1}]}')
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "hello"}\n')
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    url = ["--url", "http://127.0.0.1:9", "--requests", "1"]
+    cases = [
+        (["trace", "summarize", str(trace), "-o", str(trace)], "-o"),
+        (["trace", "summarize", str(tmp_path), "-o", str(trace)], "-o"),
+        (["trace", "analyze", str(trace), "--report", str(trace)], "--report"),
+        (["load", *url, "--prompts", str(prompts), "--records", str(prompts)], "--records"),
+        (["load", *url, "--json", str(tmp_path / "a.json"), "--timeline",
+          str(tmp_path / "a.json")], "--timeline"),
+        (["run", "--run-dir", str(tmp_path / "run"), "--ledger-json", str(script), "--no-python",
+          str(script)], "--ledger-json"),
+        (["run", "--run-dir", str(tmp_path / "run"), "--event-log", str(tmp_path / "e.json"),
+          "--ledger-json", str(tmp_path / "e.json"), "--no-python", str(script)],
+         "--ledger-json"),
+    ]
+    before = {p: p.read_bytes() for p in (trace, prompts, script)}
+    for args, flag in cases:
+        p = subprocess.run([TITAN, *args], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2, (args, p.returncode, p.stderr)
+        assert flag in p.stderr and ("is one of the inputs" in p.stderr
+                                     or "its own file" in p.stderr), (args, p.stderr)
+        assert {p: p.read_bytes() for p in before} == before, args
+    assert not (tmp_path / "a.json").exists()
+
+
+def test_a_fifo_config_is_refused_at_once(tmp_path):
+    """`titan gateway --config FIFO` blocked at start (and a SIGHUP reload onto a FIFO blocked
+    the signal thread, so SIGTERM was never seen); the config must be a regular file."""
+    fifo = tmp_path / "g.yaml"
+    os.mkfifo(fifo)
+    p = subprocess.run([TITAN, "gateway", "--config", str(fifo)], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode != 0
+    assert "is not a regular file (a FIFO)" in p.stderr, p.stderr

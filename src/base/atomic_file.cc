@@ -88,6 +88,28 @@ Status RefuseOutputThatIsAnInput(const std::string& output, const std::vector<st
   return OkStatus();
 }
 
+Status RefuseClashingOutputs(const std::vector<OutputFlag>& outputs,
+                             const std::vector<std::string>& inputs) {
+  std::vector<std::pair<std::filesystem::path, const OutputFlag*>> seen;
+  for (const OutputFlag& out : outputs) {
+    if (out.path.empty() || out.path == "-") continue;
+    TITAN_RETURN_IF_ERROR(RefuseOutputThatIsAnInput(out.path, inputs, out.flag));
+    std::error_code ec;
+    std::filesystem::path resolved = std::filesystem::weakly_canonical(out.path, ec);
+    if (ec) resolved = std::filesystem::absolute(out.path, ec).lexically_normal();
+    for (const auto& [path, other] : seen) {
+      if (path == resolved) {
+        return InvalidArgumentError(
+            fmt::format("{} {} is also the file of {}: give each output "
+                        "its own file",
+                        out.flag, out.path, other->flag));
+      }
+    }
+    seen.emplace_back(std::move(resolved), &out);
+  }
+  return OkStatus();
+}
+
 AtomicFileWriter::~AtomicFileWriter() {
   if (file_ != nullptr) {
     std::fclose(file_);

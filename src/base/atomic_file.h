@@ -26,6 +26,17 @@ Status WriteFileAtomically(const std::string& path, std::string_view content);
 Status RefuseOutputThatIsAnInput(const std::string& output, const std::vector<std::string>& inputs,
                                  std::string_view flag);
 
+// A command's output files, each named by the flag that gave it ("--json"); an empty path or "-"
+// (standard output) is skipped.
+struct OutputFlag {
+  std::string_view flag;
+  std::string path;
+};
+// INVALID_ARGUMENT when an output is the same file as one of `inputs` (as above), or two outputs
+// name the same file (compared after resolving links and "..", so it works before they exist).
+Status RefuseClashingOutputs(const std::vector<OutputFlag>& outputs,
+                             const std::vector<std::string>& inputs);
+
 // The same for output written piece by piece (a merged trace of gigabytes): Open() creates the
 // temporary file, file() is its stdio stream, Commit() checks every write, flushes, syncs and
 // renames it over `path`. Destroyed without a successful Commit(), the temporary file is removed

@@ -1,14 +1,17 @@
 // Unit tests of the checkpoint engine on real files: manifest validation, save/load round
 // trips, resharding into other world sizes, incremental saves, retention, corruption detection,
 // and crash consistency of the commit protocol under a fault-injecting Storage.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -523,6 +526,42 @@ TEST(Checkpoint, GcNeverFollowsLinksAndAStrayEntryDoesNotStopRetention) {
   EXPECT_EQ(report->skipped[1].rfind(StepDirName(7) + ": not a directory", 0), 0u);
   EXPECT_EQ(report->skipped[2].rfind(StepDirName(10) + "/stray: not a regular file", 0), 0u);
   EXPECT_TRUE(CheckpointReader::Open(storage, 40).ok());
+}
+
+// A FIFO planted as a step's MANIFEST or data file blocked titan ckpt ls/verify and
+// load_latest forever (opening it waits for a writer). Reads refuse anything but a regular
+// file at once, so the reader names it and an older step can be used.
+TEST(Checkpoint, AFifoInACheckpointIsRefusedInsteadOfBlockingTheReader) {
+  TempDir dir;
+  auto storage = Open(dir.path());
+  HostTensor t = MakeTensor("w", DType::kFloat32, {1000}, 1);
+  CheckpointWriter writer(storage);
+  ASSERT_TRUE(writer.Save(10, {Replicated(t)}, Options(0, 1, "a")).ok());
+  const std::string step_dir = dir.path() + "/" + StepDirName(10);
+  std::string data;
+  for (const auto& entry : fs::directory_iterator(step_dir)) {
+    if (entry.path().extension() == ".data") data = entry.path().filename().string();
+  }
+  ASSERT_FALSE(data.empty());
+  for (const std::string& name : {std::string("MANIFEST"), data}) {
+    SCOPED_TRACE(name);
+    const std::string path = step_dir + "/" + name;
+    fs::remove(path);
+    ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+    auto read = std::async(std::launch::async, [&] {
+      return name == "MANIFEST"
+                 ? storage->ReadFile(StepDirName(10) + "/" + name, 1 << 20).status()
+                 : storage->NewRandomAccessFile(StepDirName(10) + "/" + name).status();
+    });
+    if (read.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ::close(::open(path.c_str(), O_WRONLY | O_NONBLOCK));  // let the blocked reader go
+      FAIL() << "reading a FIFO blocked";
+    }
+    Status status = read.get();
+    EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition) << status.ToString();
+    EXPECT_NE(status.message().find(path + " is not a regular file"), std::string_view::npos)
+        << status.ToString();
+  }
 }
 
 TEST(Checkpoint, FlippedBitsInDataFilesAreDetectedAndNamed) {

@@ -65,6 +65,29 @@ class PosixWritableFile final : public WritableFile {
   uint64_t flushed_ = 0;
 };
 
+// Opens `full` for reading. O_NONBLOCK, so that a FIFO or device in a checkpoint directory
+// (titan never writes one) cannot block the reader; anything but a regular file is
+// FAILED_PRECONDITION naming it, which a load reports and load_latest falls back from.
+Result<int> OpenForReading(const std::string& full) {
+  const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return PathError(errno, "open", full);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return PathError(err, "stat", full);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return FailedPreconditionError(fmt::format(
+        "{} is not a regular file (a FIFO, device or directory, which titan never writes in a "
+        "checkpoint): remove it",
+        full));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 class PosixRandomAccessFile final : public RandomAccessFile {
  public:
   PosixRandomAccessFile(int fd, std::string full_path)
@@ -117,15 +140,13 @@ class PosixStorage final : public Storage {
 
   Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(const std::string& path) override {
     std::string full = Full(path);
-    int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return PathError(errno, "open", full);
+    TITAN_ASSIGN_OR_RETURN(const int fd, OpenForReading(full));
     return std::unique_ptr<RandomAccessFile>(new PosixRandomAccessFile(fd, full));
   }
 
   Result<std::string> ReadFile(const std::string& path, size_t max_bytes) override {
     std::string full = Full(path);
-    int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return PathError(errno, "open", full);
+    TITAN_ASSIGN_OR_RETURN(const int fd, OpenForReading(full));
     std::string out;
     char buffer[1 << 16];
     while (true) {

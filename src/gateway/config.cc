@@ -1,13 +1,12 @@
 #include "src/gateway/config.h"
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include "src/base/duration.h"
+#include "src/base/env.h"
 #include "src/base/yaml_json.h"
 
 namespace titan::gateway {
@@ -342,13 +341,15 @@ Result<GatewayConfig> ParseConfig(std::string_view yaml_text, std::string_view s
 }
 
 Result<GatewayConfig> LoadConfig(const std::string& path, GatewayConfig base) {
-  std::ifstream in(path);
-  if (!in) {
-    return NotFoundError(fmt::format("cannot read the config file {} (give --config PATH)", path));
+  // A regular file of at most 4 MiB: a FIFO would block the start, and a reload (SIGHUP) on
+  // the signal thread, which then never saw SIGTERM.
+  Result<std::string> text = Env::ReadFile(path, 4 << 20);
+  if (!text.ok()) {
+    return Status(text.status().code(),
+                  fmt::format("cannot read the config file {} (give --config PATH): {}", path,
+                              text.status().message()));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseConfig(text.str(), path, std::move(base));
+  return ParseConfig(*text, path, std::move(base));
 }
 
 Status ValidateConfig(const GatewayConfig& c) {

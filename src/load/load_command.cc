@@ -256,6 +256,16 @@ Result<Setup> Build(const Flags& f, bool sweep) {
   if (!f.trace_file.empty() && !f.prompt_file.empty()) {
     return InvalidArgumentError("--trace brings its own prompt lengths: drop --prompts");
   }
+  std::vector<std::string> inputs;
+  for (const std::string& in : {f.prompt_file, f.trace_file}) {
+    if (!in.empty()) inputs.push_back(in);
+  }
+  TITAN_RETURN_IF_ERROR(RefuseClashingOutputs({{"--json", f.json_path},
+                                               {"--records", f.records_path},
+                                               {"--timeline", f.timeline_path},
+                                               {"--perfetto", f.perfetto_path},
+                                               {"--report", f.report_path}},
+                                              inputs));
   s.runner.threads = f.threads;
   s.runner.duration_ns = f.trace_file.empty() ? s.workload.duration_ns : 0;
   if (f.users > 0) s.runner.duration_ns = s.workload.duration_ns;

@@ -8,6 +8,8 @@
 #include <limits>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "src/base/check.h"
 #include "src/sim/policies.h"
 #include "src/sim/random.h"
@@ -51,10 +53,14 @@ class Replica {
     }
     std::make_heap(heap_.begin(), heap_.end(), std::greater<Event>());
 
-    while (true) {
+    for (int64_t events = 0;; ++events) {
       const double next = heap_.empty() ? kInfinity : heap_.front().time;
       AdvanceTo(std::min(next, m_.horizon_seconds));
       if (phase_ == Phase::kDone || t_ >= m_.horizon_seconds) break;
+      if (events == m_.max_events) {
+        result_.cascaded = true;
+        break;
+      }
       std::pop_heap(heap_.begin(), heap_.end(), std::greater<Event>());
       const Event event = heap_.back();
       heap_.pop_back();
@@ -338,19 +344,32 @@ ReplicaResult RunReplica(const EngineModel& model, uint64_t seed, uint64_t index
   return Replica(model, seed, index).Run();
 }
 
-std::vector<ReplicaResult> RunReplicas(const EngineModel& model, uint64_t seed, int64_t count,
-                                       int64_t threads) {
+Result<std::vector<ReplicaResult>> RunReplicas(const EngineModel& model, uint64_t seed,
+                                               int64_t count, int64_t threads) {
   std::vector<ReplicaResult> results(count);
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = std::min(threads, count);
   std::atomic<int64_t> next{0};
+  std::atomic<int64_t> cascaded{-1};  // the first replica that did
   auto worker = [&] {
-    for (int64_t i = next++; i < count; i = next++) results[i] = RunReplica(model, seed, i);
+    for (int64_t i = next++; i < count && cascaded.load() < 0; i = next++) {
+      results[i] = RunReplica(model, seed, i);
+      int64_t none = -1;
+      if (results[i].cascaded) cascaded.compare_exchange_strong(none, i);
+    }
   };
   std::vector<std::thread> pool;
   for (int64_t i = 1; i < threads; ++i) pool.emplace_back(worker);
   worker();
   for (std::thread& thread : pool) thread.join();
+  if (cascaded.load() >= 0) {
+    return FailedPreconditionError(fmt::format(
+        "replica {}: more than {:g} failure and repair events before the horizon: the failures "
+        "cascade (with failures.weibull_shape below 1, a node back from a short repair is new "
+        "and fails again almost at once); raise cluster.repair_hours or failures.weibull_shape, "
+        "or shorten the horizon (run.duration_days / run.max_days)",
+        cascaded.load(), static_cast<double>(model.max_events)));
+  }
   return results;
 }
 

@@ -24,11 +24,17 @@
 #include <string>
 #include <vector>
 
+#include "src/base/status.h"
 #include "src/sim/failure_model.h"
 #include "src/sim/ledger.h"
 #include "src/sim/scenario.h"
 
 namespace titan::sim {
+
+// A replica stops after this many failure and repair events. Only failures that cascade get
+// there (a Weibull shape below 1 with short repairs: a repaired node is new and fails again at
+// once), and such a run would neither end nor stay in bounded memory (its event heap grows).
+inline constexpr int64_t kMaxEventsPerReplica = 30'000'000;
 
 struct EngineModel {
   int64_t nodes = 0;  // the job's target size
@@ -43,6 +49,7 @@ struct EngineModel {
   double interval_seconds = 0;  // work between checkpoints
   double work_seconds = 0;      // work to finish; 0: run to the horizon
   double horizon_seconds = 0;
+  int64_t max_events = kMaxEventsPerReplica;  // per replica; tests lower it
 };
 
 // Builds the model of `scenario` with a given checkpoint interval and step time.
@@ -56,12 +63,14 @@ struct ReplicaResult {
   std::vector<int64_t> failures_by_cause;  // failures of job nodes
   int64_t interruptions = 0;               // sum of failures_by_cause
   int64_t checkpoints = 0;
+  bool cascaded = false;  // stopped at kMaxEventsPerReplica; the ledger is incomplete
 };
 
 ReplicaResult RunReplica(const EngineModel& model, uint64_t seed, uint64_t index);
 
 // Replicas 0..count-1 on `threads` threads (0: hardware concurrency), in index order.
-std::vector<ReplicaResult> RunReplicas(const EngineModel& model, uint64_t seed, int64_t count,
-                                       int64_t threads);
+// FAILED_PRECONDITION, saying what to change, when a replica cascaded (the others stop early).
+Result<std::vector<ReplicaResult>> RunReplicas(const EngineModel& model, uint64_t seed,
+                                               int64_t count, int64_t threads);
 
 }  // namespace titan::sim

@@ -146,14 +146,34 @@ TEST(EngineTest, LedgerAddsUpToWallTimeInEveryReplica) {
 TEST(EngineTest, SameResultsForAnyThreadCount) {
   const Scenario scenario = ScenarioOf(PresetWith("llama3-16k", {{"run.duration_days", "3"}}));
   const EngineModel model = MakeEngineModel(scenario, 900, 6);
-  const std::vector<ReplicaResult> one = RunReplicas(model, 42, 16, 1);
-  const std::vector<ReplicaResult> three = RunReplicas(model, 42, 16, 3);
+  const std::vector<ReplicaResult> one = RunReplicas(model, 42, 16, 1).value();
+  const std::vector<ReplicaResult> three = RunReplicas(model, 42, 16, 3).value();
   ASSERT_EQ(one.size(), three.size());
   for (size_t i = 0; i < one.size(); ++i) {
     EXPECT_EQ(one[i].interruptions, three[i].interruptions);
     EXPECT_EQ(one[i].ledger.seconds, three[i].ledger.seconds);
   }
-  EXPECT_NE(RunReplicas(model, 43, 1, 1)[0].ledger.seconds, one[0].ledger.seconds);
+  EXPECT_NE(RunReplicas(model, 43, 1, 1).value()[0].ledger.seconds, one[0].ledger.seconds);
+}
+
+// Infant mortality (Weibull shape 0.2) with near-instant repairs: a repaired node is new and
+// fails again at once, so simulated time stalled while events and memory grew without end
+// (1.2 GB after 50 s). The replica stops at kMaxEventsPerReplica and the run says why.
+TEST(EngineTest, CascadingFailuresStopWithAClearErrorInsteadOfRunningForever) {
+  const Scenario scenario =
+      ScenarioOf(PresetWith("llama3-16k", {{"failures.distribution", "weibull"},
+                                           {"failures.weibull_shape", "0.2"},
+                                           {"cluster.repair_hours", "0.0001"}}));
+  EngineModel model = MakeEngineModel(scenario, 900, 6);
+  model.max_events = 200'000;  // the default, 3e7, takes 20 s here (minutes under sanitizers)
+  Result<std::vector<ReplicaResult>> results = RunReplicas(model, 1, 4, 2);
+  ASSERT_FALSE(results.ok());
+  EXPECT_EQ(results.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(results.status().message().find("more than 200000 failure and repair events before "
+                                            "the horizon: the failures cascade"),
+            std::string_view::npos)
+      << results.status().message();
+  EXPECT_TRUE(RunReplica(model, 1, 0).cascaded);
 }
 
 // Policies: without spares the job waits for repairs; shrinking trades waiting for degraded

@@ -27,13 +27,16 @@ double MeanEttr(const std::vector<ReplicaResult>& results) {
 // Searches the interval on a log grid around Young's value, all candidates on the same seeds
 // (common random numbers make the comparison far less noisy), then fits a parabola through the
 // best point and its neighbours.
-double SearchInterval(const Scenario& s, double step_seconds, double young, double minimum) {
+Result<double> SearchInterval(const Scenario& s, double step_seconds, double young,
+                              double minimum) {
   const std::vector<double> candidates = IntervalCandidates(young, minimum, 17);
   const int64_t replicas = std::min<int64_t>(s.run.replicas, 200);
   std::vector<double> scores;
   for (double interval : candidates) {
     const EngineModel model = MakeEngineModel(s, interval, step_seconds);
-    scores.push_back(MeanEttr(RunReplicas(model, s.run.seed, replicas, s.run.threads)));
+    TITAN_ASSIGN_OR_RETURN(std::vector<ReplicaResult> results,
+                           RunReplicas(model, s.run.seed, replicas, s.run.threads));
+    scores.push_back(MeanEttr(results));
   }
   const size_t best = std::max_element(scores.begin(), scores.end()) - scores.begin();
   if (best == 0 || best + 1 == scores.size()) return candidates[best];
@@ -112,8 +115,9 @@ Result<SimSummary> Simulate(const Scenario& s) {
       interval = DalyIntervalSeconds(delta, mtbf);
       break;
     case IntervalPolicy::kSearched:
-      searched = SearchInterval(s, step.step_seconds,
-                                YoungIntervalSeconds(std::max(delta, 1.0), mtbf), minimum);
+      TITAN_ASSIGN_OR_RETURN(
+          searched, SearchInterval(s, step.step_seconds,
+                                   YoungIntervalSeconds(std::max(delta, 1.0), mtbf), minimum));
       interval = searched;
       break;
   }
@@ -132,8 +136,9 @@ Result<SimSummary> Simulate(const Scenario& s) {
         interval, span / interval, kMaxCheckpointsPerReplica));
   }
   const EngineModel model = MakeEngineModel(s, interval, step.step_seconds);
-  SimSummary summary =
-      Summarize(s, step, interval, RunReplicas(model, s.run.seed, s.run.replicas, s.run.threads));
+  TITAN_ASSIGN_OR_RETURN(std::vector<ReplicaResult> results,
+                         RunReplicas(model, s.run.seed, s.run.replicas, s.run.threads));
+  SimSummary summary = Summarize(s, step, interval, std::move(results));
   summary.searched_seconds = searched;
   return summary;
 }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "src/base/atomic_file.h"
 #include "src/base/clock.h"
 #include "src/base/command_line.h"
 #include "src/base/duration_option.h"
@@ -357,6 +358,15 @@ int RunCommand(int argc, char** argv) {
     if (o.node_id.empty()) o.node_id = fmt::format("node{}", node_rank);
   }
   o.straggler_restart = straggler_action == "exclude";
+  // No output may overwrite a file of the worker command (its script) or another output.
+  if (Status clash = RefuseClashingOutputs({{"--event-log", o.event_log},
+                                            {"--ledger-json", o.ledger_json},
+                                            {"--metrics-file", o.metrics_file}},
+                                           command);
+      !clash.ok()) {
+    std::fprintf(stderr, "titan run: %s\n", std::string(clash.message()).c_str());
+    return 2;
+  }
   o.command = std::move(command);
   return supervisor::RunSupervisor(o);
 }

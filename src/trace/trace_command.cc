@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "src/base/atomic_file.h"
 #include "src/base/command_line.h"
 #include "src/base/text.h"
 #include "src/report/report.h"
@@ -50,6 +51,10 @@ int Summarize(const std::vector<std::string>& paths, const std::string& out, con
     std::fprintf(stderr, "titan trace summarize: %s\n",
                  std::string(files.status().message()).c_str());
     return 1;
+  }
+  if (Status refused = RefuseOutputThatIsAnInput(out, *files, "-o"); !refused.ok()) {
+    std::fprintf(stderr, "titan trace summarize: %s\n", std::string(refused.message()).c_str());
+    return kExitUsageError;
   }
   for (const std::string& f : *files) {
     if (trace::LooksLikeSummaryFile(f)) {
@@ -167,6 +172,11 @@ int TraceCommand(int argc, char** argv) {
     if (!files.ok()) {
       std::fprintf(stderr, "titan trace: %s\n", std::string(files.status().message()).c_str());
       return 1;
+    }
+    if (Status refused = RefuseOutputThatIsAnInput(report_path, *files, "--report");
+        !refused.ok()) {
+      std::fprintf(stderr, "titan trace: %s\n", std::string(refused.message()).c_str());
+      return kExitUsageError;
     }
     options.hta_compat = hta_compat;
     options.threads = threads;
