@@ -486,8 +486,10 @@ class S3CheckpointTest(unittest.TestCase):
         local = os.path.join(self.tmp, "prefetch-local")  # a new node: nothing local
         proxy = FaultProxy(self.rgw.endpoint)
         try:
-            # Slow chunk reads keep the prefetch in flight while the worker starts and asks.
-            proxy.delay(4, method="GET", path_contains=".data", n=4)
+            # Slow chunk reads keep the prefetch in flight while the worker starts and asks
+            # (8 s: with 4 s, a worker whose PyTorch import took longer on a loaded machine
+            # asked after the prefetch had ended, and never waited).
+            proxy.delay(8, method="GET", path_contains=".data", n=4)
             out, events = self.run_restore(local, mirror, proxy)
             self.assertIn("RESTORED 7 SAME", out)
             self.assertIn("waited", out)  # load_latest waited for the prefetch in flight
