@@ -108,6 +108,13 @@ Status ExpandName(std::string_view hostlist, std::string_view name, size_t offse
     pieces.push_back(std::move(piece));
     pos = close + 1;
   }
+  // A name without groups is one more: the check above sees only names with groups (a plain
+  // name after the bound was reached went past it; the fuzzer found it).
+  if (out->size() + total > max_hosts) {
+    return ErrorAt(
+        hostlist, offset,
+        fmt::format("more than {} names (raise the bound or check the list)", max_hosts));
+  }
   // The product of the groups, the first group varying slowest.
   std::vector<std::string> names = {""};
   for (const Piece& piece : pieces) {
