@@ -133,14 +133,28 @@ Result<MergeStats> MergeTelemetry(const std::vector<std::string>& trace_files,
         [](std::string_view, simdjson::dom::element) {}));
   }
   if (!agent_dump.empty()) {
+    // A counter whose ts is not a time (1e300, -9e18) would be drawn as data: left out, counted.
+    uint64_t bad_ts = 0;
     TITAN_RETURN_IF_ERROR(StreamEvents(
         agent_dump,
         [&](simdjson::dom::object e) {
+          simdjson::dom::element ts;
+          int64_t ns;
+          if (!e["ts"].get(ts) && !TsNanos(ts, &ns)) {
+            ++bad_ts;
+            return OkStatus();
+          }
           w.Event(Rewrite(e, "", 0, false));
           stats.agent_events++;
           return OkStatus();
         },
         [](std::string_view, simdjson::dom::element) {}));
+    if (bad_ts > 0) {
+      stats.warnings.push_back(fmt::format(
+          "{}: {} agent events with a \"ts\" that is not a number of microseconds within "
+          "+-2^62 ns were left out",
+          agent_dump, bad_ts));
+    }
   }
   std::fputs("\n]}\n", f);
   TITAN_RETURN_IF_ERROR(out.Commit());

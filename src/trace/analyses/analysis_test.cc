@@ -209,6 +209,36 @@ TEST(Merge, RanksAndAgentCountersShareTheEpochClock) {
   EXPECT_EQ(j["traceEvents"][1]["args"]["value"], 42);
 }
 
+// Agent counters at impossible times (a probe merged ts 1e300 and -9e18 into the output) are left
+// out and counted; rank events past the bound already were (malformed).
+TEST(Merge, AgentCountersAtImpossibleTimesAreLeftOutAndCounted) {
+  TempDir dir;
+  std::string rank = dir.Write(
+      "rank0.json",
+      R"({"distributedInfo": {"rank": 0}, "baseTimeNanoseconds": 1700000000000000000,)"
+      R"( "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.5,)"
+      R"( "dur": 2, "args": {"stream": 7}}]})");
+  std::string agent = dir.Write(
+      "agent.json",
+      R"({"traceEvents": [{"ph": "C", "name": "a", "pid": 1, "ts": 1e300, "args": {"v": 1}},)"
+      R"( {"ph": "C", "name": "b", "pid": 1, "ts": -9e18, "args": {"v": 2}},)"
+      R"( {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "agent"}},)"
+      R"( {"ph": "C", "name": "c", "pid": 1, "ts": 1700000000000001.5, "args": {"v": 3}}]})");
+  std::string out = dir.path() + "/merged.json";
+  Result<MergeStats> stats = MergeTelemetry({rank}, agent, out);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->agent_events, 2u);  // the metadata event (no ts) and counter c
+  ASSERT_EQ(stats->warnings.size(), 1u);
+  EXPECT_EQ(stats->warnings[0],
+            agent +
+                ": 2 agent events with a \"ts\" that is not a number of microseconds within "
+                "+-2^62 ns were left out");
+  std::ifstream f(out);
+  nlohmann::json j = nlohmann::json::parse(f);
+  ASSERT_EQ(j["traceEvents"].size(), 3u);
+  EXPECT_EQ(j["traceEvents"][2]["name"], "c");
+}
+
 TEST(Merge, AnOutputThatIsAnInputIsRefusedAndNothingIsTouched) {
   TempDir dir;
   const std::string trace =
