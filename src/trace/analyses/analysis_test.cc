@@ -183,14 +183,18 @@ TEST(Analysis, EmptyDirectoryIsAClearError) {
   EXPECT_NE(files.status().message().find(dir.path()), std::string_view::npos);
 }
 
-TEST(Merge, RanksAndAgentCountersShareTheEpochClock) {
-  TempDir dir;
-  // Kineto with baseTimeNanoseconds: ts 1.5 us relative to 1.7e18 ns.
-  std::string rank = dir.Write(
+// A Kineto rank with baseTimeNanoseconds: one kernel at ts 1.5 us relative to 1.7e18 ns.
+std::string WriteEpochRank(const TempDir& dir) {
+  return dir.Write(
       "rank0.json",
       R"({"distributedInfo": {"rank": 0}, "baseTimeNanoseconds": 1700000000000000000,)"
       R"( "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.5,)"
       R"( "dur": 2, "args": {"stream": 7}}]})");
+}
+
+TEST(Merge, RanksAndAgentCountersShareTheEpochClock) {
+  TempDir dir;
+  std::string rank = WriteEpochRank(dir);
   std::string agent = dir.Write(
       "agent.json",
       R"({"traceEvents": [{"ph": "C", "name": "gpu0.util", "pid": 1, "ts": 1700000000000001.5,)"
@@ -213,11 +217,7 @@ TEST(Merge, RanksAndAgentCountersShareTheEpochClock) {
 // out and counted; rank events past the bound already were (malformed).
 TEST(Merge, AgentCountersAtImpossibleTimesAreLeftOutAndCounted) {
   TempDir dir;
-  std::string rank = dir.Write(
-      "rank0.json",
-      R"({"distributedInfo": {"rank": 0}, "baseTimeNanoseconds": 1700000000000000000,)"
-      R"( "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.5,)"
-      R"( "dur": 2, "args": {"stream": 7}}]})");
+  std::string rank = WriteEpochRank(dir);
   std::string agent = dir.Write(
       "agent.json",
       R"({"traceEvents": [{"ph": "C", "name": "a", "pid": 1, "ts": 1e300, "args": {"v": 1}},)"
