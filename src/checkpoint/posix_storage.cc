@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/env.h"
 #include "src/checkpoint/direct_writable_file.h"
 #include "src/checkpoint/posix_error.h"
 #include "src/checkpoint/storage.h"
@@ -65,27 +66,14 @@ class PosixWritableFile final : public WritableFile {
   uint64_t flushed_ = 0;
 };
 
-// Opens `full` for reading. O_NONBLOCK, so that a FIFO or device in a checkpoint directory
-// (titan never writes one) cannot block the reader; anything but a regular file is
-// FAILED_PRECONDITION naming it, which a load reports and load_latest falls back from.
+// Opens `full` for reading through OpenRegularFile (src/base/env.h: O_NONBLOCK, then fstat), so
+// that a FIFO or device in a checkpoint directory (titan never writes one) cannot block the
+// reader; anything but a regular file is FAILED_PRECONDITION naming it, which a load reports
+// and load_latest falls back from.
 Result<int> OpenForReading(const std::string& full) {
-  const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return PathError(errno, "open", full);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return PathError(err, "stat", full);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return FailedPreconditionError(fmt::format(
-        "{} is not a regular file (a FIFO, device or directory, which titan never writes in a "
-        "checkpoint): remove it",
-        full));
-  }
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  return fd;
+  Result<int> fd = OpenRegularFile(full, "checkpoint");
+  if (fd.ok() || fd.status().code() != StatusCode::kInvalidArgument) return fd;
+  return FailedPreconditionError(std::string(fd.status().message()));
 }
 
 class PosixRandomAccessFile final : public RandomAccessFile {
