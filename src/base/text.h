@@ -26,11 +26,11 @@ std::string_view NextField(std::string_view* rest);
 // Strips ASCII whitespace at both ends.
 std::string_view Trim(std::string_view text);
 
-// Appends `text` to *out as a JSON string literal (quotes included): ", \ and control bytes
-// escaped, bytes >= 0x80 passed through unchanged (so valid UTF-8 stays valid).
 // "512 B", "1.5 KiB", "1.0 GiB" (binary units, one decimal), for people.
 std::string FormatBytes(uint64_t bytes);
 
+// Appends `text` to *out as a JSON string literal (quotes included): ", \ and control bytes
+// escaped, bytes >= 0x80 passed through unchanged (so valid UTF-8 stays valid).
 void AppendJsonString(std::string_view text, std::string* out);
 
 }  // namespace titan

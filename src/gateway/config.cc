@@ -382,6 +382,17 @@ Status ValidateConfig(const GatewayConfig& c) {
   if (c.outlier.max_ejection_ns < c.outlier.base_ejection_ns) {
     return InvalidArgumentError("outlier.max_ejection must be at least outlier.base_ejection");
   }
+  // A loop's period has a floor, so that "1ns" cannot spin the gateway's threads.
+  constexpr int64_t kMinPeriodNs = 10'000'000;
+  for (auto [name, ns] : {std::pair{"health.interval (--health-interval)", c.health.interval_ns},
+                          std::pair{"outlier.interval (--outlier-interval)", c.outlier.interval_ns},
+                          std::pair{"scrape_interval (0 turns it off)", c.scrape_interval_ns}}) {
+    if (ns != 0 && ns < kMinPeriodNs) {
+      return InvalidArgumentError(fmt::format("{}: {} is shorter than the shortest period, {}",
+                                              name, FormatDuration(ns),
+                                              FormatDuration(kMinPeriodNs)));
+    }
+  }
   for (size_t b : c.batching.preferred_sizes) {
     if (b > c.batching.max_batch_size) {
       return InvalidArgumentError(

@@ -868,12 +868,9 @@ struct Gateway::Impl {
     int64_t deadline_ms = 0;
     const std::string_view deadline_text = http::FindHeader(req.headers, A.deadline_header);
     if (!deadline_text.empty()) {
-      try {
-        deadline_ms = std::stoll(std::string(deadline_text));
-      } catch (...) {
-        deadline_ms = -1;
-      }
-      if (deadline_ms <= 0 || deadline_ms > 86'400'000) {
+      // The whole value must be the number: "1abc" or "1e300" is refused, not read as 1.
+      if (!ParseInt64(deadline_text, &deadline_ms) || deadline_ms <= 0 ||
+          deadline_ms > 86'400'000) {
         const std::string why = fmt::format(
             "header {}: '{}' is not a deadline in "
             "milliseconds (1..86400000)",

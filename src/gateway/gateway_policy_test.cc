@@ -390,6 +390,25 @@ TEST(ConfigTest, ValidateRejectsPreferredSizeOverMaxBatch) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("batching.preferred_sizes"));
 }
 
+TEST(ConfigTest, ALoopPeriodBelowTheFloorIsRefused) {
+  // "1ns" spun the health-check loop; 10ms is the shortest period of any loop.
+  GatewayConfig c = WithReplica();
+  c.health.interval_ns = 1;
+  EXPECT_THAT(std::string(ValidateConfig(c).message()),
+              HasSubstr("health.interval (--health-interval): 1ns is shorter than the shortest "
+                        "period, 10ms"));
+  c = WithReplica();
+  c.outlier.interval_ns = 9 * kMs;
+  EXPECT_THAT(std::string(ValidateConfig(c).message()), HasSubstr("outlier.interval"));
+  c = WithReplica();
+  c.scrape_interval_ns = 1000;
+  EXPECT_THAT(std::string(ValidateConfig(c).message()), HasSubstr("(0 turns it off)"));
+  c.scrape_interval_ns = 0;
+  c.health.interval_ns = 10 * kMs;
+  c.outlier.interval_ns = 10 * kMs;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+}
+
 TEST(ConfigTest, ValidateCrossFieldRanges) {
   GatewayConfig c = WithReplica();
   c.admission.min_inflight = 9;

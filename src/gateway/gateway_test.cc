@@ -160,12 +160,17 @@ TEST(GatewayProxyTest, BadInputGetsAClearErrorNamingTheLimit) {
   expect(json({{"prompt", std::string(5000, 'a')}}).dump(), 413, "4096 bytes");
   EXPECT_EQ(Get(g->port(), "/nope").status, 404);
   EXPECT_EQ(Get(g->port(), "/v1/completions").status, 405);
-  http::FetchedResponse bad_deadline =
-      Post(g->port(), "/v1/completions", Completion(1, false), {{"x-titan-deadline-ms", "soon"}});
-  EXPECT_EQ(bad_deadline.status, 400);
+  // A deadline is a whole number of milliseconds: a number with anything after it is refused,
+  // not read as its leading digits ("1e300" was 1 ms, "1abc" too).
+  for (const char* deadline : {"soon", "1abc", "1e300", "0", "86400001"}) {
+    http::FetchedResponse bad_deadline = Post(g->port(), "/v1/completions", Completion(1, false),
+                                              {{"x-titan-deadline-ms", deadline}});
+    EXPECT_EQ(bad_deadline.status, 400) << deadline;
+    EXPECT_NE(bad_deadline.body.find("x-titan-deadline-ms"), std::string::npos) << deadline;
+  }
   // Nothing of this reached the replica or stayed in flight.
   EXPECT_EQ(a->engine_stats().finished_length, 1u);  // the warm-up only
-  EXPECT_EQ(g->Counters().invalid, 6u);
+  EXPECT_EQ(g->Counters().invalid, 10u);
 }
 
 // A replica that passes its health checks and answers every API request with `answer` (then

@@ -156,7 +156,8 @@ void AddRunFlags(CLI::App* app, Flags* f) {
                    "OPENAI_API_KEY)");
   auto* how = app->add_option_group("client", "the client");
   how->add_option("--max-concurrency", f->max_concurrency,
-                  "at most N requests in flight; the wait for a slot is reported on its own");
+                  "at most N requests in flight; the wait for a slot is reported on its own (past "
+                  "10000 waiting, the schedule pauses and the run is invalid)");
   how->add_option("--threads", f->threads, "client event loops")->capture_default_str();
   how->add_option("--warm-connections", f->warm_connections,
                   "connections opened before the first request, so that a burst at the start "

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <deque>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -555,7 +556,18 @@ Result<RunRecords> RunLoad(const RunnerOptions& options, Workload& workload) {
         main,
         [&]() -> asio::awaitable<void> {
           asio::steady_timer timer(main);
+          // Under a cap, requests past it wait for a slot holding their prompt; past
+          // max_waiting of them the schedule pauses (polling, as the slots free on other loops).
+          const uint64_t most_outstanding = options.max_concurrency > 0
+                                                ? options.max_concurrency + options.max_waiting
+                                                : std::numeric_limits<uint64_t>::max();
           for (;;) {
+            while (shared.outstanding.load(std::memory_order_relaxed) >= most_outstanding &&
+                   !shared.stop.load(std::memory_order_relaxed)) {
+              out.waiting_full = true;
+              timer.expires_after(std::chrono::milliseconds(1));
+              co_await timer.async_wait(kNoThrow);
+            }
             if (shared.stop.load(std::memory_order_relaxed)) break;
             std::optional<WorkItem> item = workload.Next();
             if (!item) break;
@@ -573,7 +585,9 @@ Result<RunRecords> RunLoad(const RunnerOptions& options, Workload& workload) {
             schedule_end = item->planned_ns;
             const uint64_t index = next_index++;
             shared.dispatched.fetch_add(1, std::memory_order_relaxed);
-            shared.outstanding.fetch_add(1, std::memory_order_relaxed);
+            out.peak_outstanding =
+                std::max(out.peak_outstanding,
+                         shared.outstanding.fetch_add(1, std::memory_order_relaxed) + 1);
             Loop* loop = loops[index % threads].get();
             if (loop == loops[0].get()) {
               loop->Dispatch(index, std::move(*item));
@@ -660,6 +674,7 @@ Result<RunRecords> RunLoad(const RunnerOptions& options, Workload& workload) {
   out.schedule_ns = schedule_end.load();
   out.planned_duration_ns = options.users > 0 ? 0 : options.duration_ns;
   out.max_concurrency = options.max_concurrency;
+  out.max_waiting = options.max_concurrency > 0 ? options.max_waiting : 0;
   out.stale_connection_retries = shared.stale_retries.load();
 
   // Gather every loop's records; then those of requests still unanswered at the end.

@@ -75,10 +75,14 @@ struct RunnerOptions {
   int64_t connect_timeout_ns = 5'000'000'000;
   int64_t drain_ns = 0;          // after the schedule ends, wait this long for answers (0: timeout)
   uint64_t max_concurrency = 0;  // 0: unbounded (open loop)
-  int users = 0;                 // > 0: closed loop with this many users
-  int64_t think_ns = 0;          // closed loop: pause between a user's answer and next send
-  std::string scrape_path;       // e.g. "/metrics"; "" = no scraping
-  std::optional<http::Url> scrape_url;      // defaults to url's host with scrape_path
+  // Under max_concurrency, at most this many requests wait for a slot (each holds its prompt):
+  // past it the schedule pauses, its later sends are late (schedule lag) and the run is
+  // invalid. Bounds the client's memory when the rate is far above what the cap carries.
+  uint64_t max_waiting = 10'000;
+  int users = 0;                        // > 0: closed loop with this many users
+  int64_t think_ns = 0;                 // closed loop: pause between a user's answer and next send
+  std::string scrape_path;              // e.g. "/metrics"; "" = no scraping
+  std::optional<http::Url> scrape_url;  // defaults to url's host with scrape_path
   std::vector<std::string> scrape_metrics;  // family names to keep (exact)
   int64_t scrape_interval_ns = 250'000'000;
   size_t itl_budget_bytes = 256u << 20;  // exact inter-token gaps kept up to this
@@ -110,6 +114,9 @@ struct RunRecords {
   uint64_t stale_connection_retries = 0;  // requests resent on a fresh connection
   uint64_t warm_connections = 0;          // opened before the first request
   uint64_t max_concurrency = 0;           // the cap the run had (0: none)
+  uint64_t max_waiting = 0;               // RunnerOptions::max_waiting, under a cap
+  bool waiting_full = false;              // the schedule paused because max_waiting were waiting
+  uint64_t peak_outstanding = 0;          // most requests dispatched and unanswered at once
   double client_cpu_seconds = 0;          // user + system CPU of this process during the run
 };
 

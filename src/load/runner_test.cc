@@ -171,6 +171,24 @@ TEST_F(RunnerTest, TheConcurrencyCapQueuesAndItsWaitIsReportedApart) {
   EXPECT_GE(s.ttft.max - s.ttft_from_send.max, 100 * kNsPerMs);
 }
 
+TEST_F(RunnerTest, RequestsWaitingForTheCapAreBoundedAndTheRunIsInvalid) {
+  // 30 requests at once through one slot, at most 3 waiting: the schedule pauses instead of
+  // holding every request (a probe's rate far above the cap grew the client to 6 GB).
+  options_.max_concurrency = 1;
+  options_.max_waiting = 3;
+  RunRecords run = Run(kGood, 30, 0);
+  EXPECT_TRUE(run.waiting_full);
+  EXPECT_LE(run.peak_outstanding, 4u);
+  Summary s = Summarize(run, {});
+  EXPECT_EQ(s.completed_ok, 30u);  // nothing dropped, only sent late
+  EXPECT_FALSE(s.valid);
+  std::string reasons;
+  for (const std::string& r : s.invalid_reasons) reasons += r + "\n";
+  EXPECT_NE(reasons.find("3 requests were waiting for one of the --max-concurrency 1 slots"),
+            std::string::npos)
+      << reasons;
+}
+
 TEST_F(RunnerTest, ClosedLoopUsersWaitForTheirAnswers) {
   options_.users = 2;
   options_.duration_ns = 10 * kNsPerSecond;

@@ -259,6 +259,14 @@ Summary Summarize(const RunRecords& run, const SummaryOptions& options) {
         "times (lower the rate, add --threads, or give titan load its own cores)",
         FormatDurationShort(s.schedule_lag.p99), FormatDurationShort(s.lag_bound_ns)));
   }
+  if (run.waiting_full) {
+    s.valid = false;
+    s.invalid_reasons.push_back(fmt::format(
+        "{} requests were waiting for one of the --max-concurrency {} slots, so the schedule "
+        "paused and later requests were sent late: the rate is far above what the cap carries "
+        "(lower the rate or raise the cap)",
+        run.max_waiting, run.max_concurrency));
+  }
   if (run.stopped_early) s.invalid_reasons.push_back("stopped early: the outcome was decided");
 
   // SLO.

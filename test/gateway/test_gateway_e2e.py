@@ -314,7 +314,7 @@ def test_kill_9_of_a_launched_replica_mid_stream_is_survived_and_it_comes_back()
 
 
 def test_dynamic_batching_of_embeddings_on_llama_server():
-    args = ["--api", "embeddings", "--users", "32", "--requests", "400", "--duration", "60s",
+    args = ["--api", "embeddings", "--users", "32", "--requests", "120", "--duration", "60s",
             "--input-tokens", "32"]
     with llama_server("--embeddings", "--pooling", "mean") as (url, _):
         direct, _, _ = load(url, *args)
