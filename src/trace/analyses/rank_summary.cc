@@ -63,7 +63,7 @@ int64_t Percentile(std::vector<int64_t>& sorted, double q) {
   return sorted[std::min(idx, sorted.size() - 1)];
 }
 
-std::string Pct(int64_t part, int64_t whole) {
+std::string WholePercent(int64_t part, int64_t whole) {
   if (whole <= 0) return "-";
   return fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
@@ -80,9 +80,10 @@ void Verdict(RankSummary* s) {
   double comm = static_cast<double>(t.exposed_comm_ns) / wall;
   double idle = static_cast<double>(t.idle_ns) / wall;
   double loader = static_cast<double>(s->dataloader_ns) / wall;
-  std::string split = fmt::format("compute {}, exposed comm {}, exposed memcpy {}, idle {}",
-                                  Pct(t.compute_ns, wall), Pct(t.exposed_comm_ns, wall),
-                                  Pct(t.exposed_mem_ns, wall), Pct(t.idle_ns, wall));
+  std::string split =
+      fmt::format("compute {}, exposed comm {}, exposed memcpy {}, idle {}",
+                  WholePercent(t.compute_ns, wall), WholePercent(t.exposed_comm_ns, wall),
+                  WholePercent(t.exposed_mem_ns, wall), WholePercent(t.idle_ns, wall));
   std::string gap;
   if (!s->top_gaps.empty()) {
     const IdleGap& g = s->top_gaps.front();
@@ -92,7 +93,7 @@ void Verdict(RankSummary* s) {
   if (loader >= 0.15 && loader >= 0.5 * idle) {
     s->verdict = "data-loading-bound";
     s->evidence = fmt::format("DataLoader ops take {} of step time; {}{}",
-                              Pct(s->dataloader_ns, wall), split, gap);
+                              WholePercent(s->dataloader_ns, wall), split, gap);
   } else if (comm >= 0.2 && comm >= compute * 0.5) {
     s->verdict = "communication-bound";
     s->evidence = fmt::format("collectives not hidden by compute: {}{}", split, gap);
