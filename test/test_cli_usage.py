@@ -29,6 +29,9 @@ USAGE_ERRORS = [
     (["agent", "--interval-of", "bogus=10ms", "--run-for", "1"],
      "--interval-of 'bogus=...': no collector named 'bogus'"),
     (["agent", "--run-for", "-1"], "'-1': expected a duration from 0s to 1000000000s"),
+    # --users 100000000 grew to 5 GB before sending anything; 0 ran an open loop.
+    (["load", "--url", "http://127.0.0.1:9", "--users", "100000000"], "--users"),
+    (["load", "--url", "http://127.0.0.1:9", "--users", "0"], "--users"),
 ]
 
 
@@ -107,7 +110,18 @@ def test_no_output_overwrites_an_input_or_another_output(tmp_path):
           "--ledger-json", str(tmp_path / "e.json"), "--no-python", str(script)],
          "--ledger-json"),
     ]
-    before = {p: p.read_bytes() for p in (trace, prompts, script)}
+    # A probe appended the gateway's access and event logs to its config (the next reload
+    # failed), and wrote --records and --json to one file spelt "x" and "./x".
+    config = tmp_path / "gw.yaml"
+    config.write_text("replicas:\n  - url: http://127.0.0.1:9\n")
+    cases += [
+        (["gateway", "--config", str(config), "--access-log", str(config)], "--access-log"),
+        (["gateway", "--config", str(config), "--event-log", str(tmp_path / "." / "gw.yaml")],
+         "--event-log"),
+        (["gateway", "--replica", "http://127.0.0.1:9", "--access-log", str(tmp_path / "a.log"),
+          "--event-log", str(tmp_path / "a.log")], "--event-log"),
+    ]
+    before = {p: p.read_bytes() for p in (trace, prompts, script, config)}
     for args, flag in cases:
         p = subprocess.run([TITAN, *args], capture_output=True, text=True, timeout=60)
         assert p.returncode == 2, (args, p.returncode, p.stderr)

@@ -94,9 +94,12 @@ Status RefuseClashingOutputs(const std::vector<OutputFlag>& outputs,
   for (const OutputFlag& out : outputs) {
     if (out.path.empty() || out.path == "-") continue;
     TITAN_RETURN_IF_ERROR(RefuseOutputThatIsAnInput(out.path, inputs, out.flag));
+    // Absolute first: weakly_canonical leaves a relative path none of whose prefix exists
+    // ("x.jsonl") relative, and "./x.jsonl" then differed from it.
     std::error_code ec;
-    std::filesystem::path resolved = std::filesystem::weakly_canonical(out.path, ec);
-    if (ec) resolved = std::filesystem::absolute(out.path, ec).lexically_normal();
+    const std::filesystem::path absolute = std::filesystem::absolute(out.path, ec);
+    std::filesystem::path resolved = std::filesystem::weakly_canonical(absolute, ec);
+    if (ec) resolved = absolute.lexically_normal();
     for (const auto& [path, other] : seen) {
       if (path == resolved) {
         return InvalidArgumentError(

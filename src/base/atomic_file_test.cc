@@ -5,6 +5,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -101,6 +102,25 @@ TEST(AtomicFileTest, AnOutputThatIsAnInputIsRefusedThroughAnyPath) {
   }
   unlink(hard.c_str());
   unlink(input.c_str());
+  rmdir(dir);
+}
+
+TEST(AtomicFileTest, TwoOutputsThatAreOneFileAreRefusedThroughAnySpelling) {
+  char dir[] = "/tmp/titan_atomic_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::filesystem::path previous = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  // Neither exists yet: "x.jsonl" and "./x.jsonl" were compared as different files.
+  for (const std::string& other :
+       {std::string("./x.jsonl"), std::string(dir) + "/x.jsonl", std::string("y/../x.jsonl")}) {
+    Status s = RefuseClashingOutputs({{"--records", "x.jsonl"}, {"--json", other}}, {});
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << other;
+    EXPECT_NE(s.message().find("--json " + other + " is also the file of --records"),
+              std::string::npos)
+        << s.ToString();
+  }
+  EXPECT_TRUE(RefuseClashingOutputs({{"--records", "x.jsonl"}, {"--json", "x.json"}}, {}).ok());
+  std::filesystem::current_path(previous);
   rmdir(dir);
 }
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "src/base/atomic_file.h"
 #include "src/base/command_line.h"
 #include "src/base/duration.h"
 #include "src/base/fd_limit.h"
@@ -188,6 +189,13 @@ int GatewayCommand(int argc, char** argv) {
       TITAN_ASSIGN_OR_RETURN(c, LoadConfig(config_path));
     }
     if (!apply_flags(&c)) return InvalidArgumentError(flag_error);
+    // A log over the config (or over another log) would corrupt it for the next reload.
+    std::vector<std::string> inputs;
+    if (!config_path.empty()) inputs.push_back(config_path);
+    TITAN_RETURN_IF_ERROR(RefuseClashingOutputs({{"access_log (--access-log)", c.access_log},
+                                                 {"event_log (--event-log)", c.event_log},
+                                                 {"perfetto (--perfetto)", c.perfetto}},
+                                                inputs));
     TITAN_RETURN_IF_ERROR(ValidateConfig(c));
     return c;
   };

@@ -129,7 +129,8 @@ void AddRunFlags(CLI::App* app, Flags* f) {
       ->capture_default_str();
   when->add_option("--requests", f->requests, "stop after this many requests (0: no limit)");
   when->add_option("--seed", f->seed, "seed of arrivals and prompts")->capture_default_str();
-  when->add_option("--users", f->users, "closed loop: this many users, each waits for its answer");
+  when->add_option("--users", f->users, "closed loop: this many users, each waits for its answer")
+      ->check(CLI::Range(1, 100'000));
   when->add_option("--think", f->think, "closed loop: pause between a user's requests")
       ->check(Duration(true));
   when->add_option("--trace", f->trace_file,

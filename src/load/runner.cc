@@ -561,14 +561,20 @@ Result<RunRecords> RunLoad(const RunnerOptions& options, Workload& workload) {
           const uint64_t most_outstanding = options.max_concurrency > 0
                                                 ? options.max_concurrency + options.max_waiting
                                                 : std::numeric_limits<uint64_t>::max();
+          // Paused past the end of --duration, the schedule ends there: what it planned later
+          // is not sent (the drain deadline then starts, as for a schedule sent in time).
+          auto past_duration = [&] {
+            return options.duration_ns > 0 && MonoNowNs() - start >= options.duration_ns;
+          };
           for (;;) {
             while (shared.outstanding.load(std::memory_order_relaxed) >= most_outstanding &&
-                   !shared.stop.load(std::memory_order_relaxed)) {
+                   !shared.stop.load(std::memory_order_relaxed) && !past_duration()) {
               out.waiting_full = true;
               timer.expires_after(std::chrono::milliseconds(1));
               co_await timer.async_wait(kNoThrow);
             }
             if (shared.stop.load(std::memory_order_relaxed)) break;
+            if (out.waiting_full && past_duration()) break;
             std::optional<WorkItem> item = workload.Next();
             if (!item) break;
             if (options.duration_ns > 0 && item->planned_ns >= options.duration_ns) break;

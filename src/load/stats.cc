@@ -263,8 +263,9 @@ Summary Summarize(const RunRecords& run, const SummaryOptions& options) {
     s.valid = false;
     s.invalid_reasons.push_back(fmt::format(
         "{} requests were waiting for one of the --max-concurrency {} slots, so the schedule "
-        "paused and later requests were sent late: the rate is far above what the cap carries "
-        "(lower the rate or raise the cap)",
+        "paused, later requests were sent late and those planned after the end of --duration "
+        "were not sent: the rate is far above what the cap carries (lower the rate or raise the "
+        "cap)",
         run.max_waiting, run.max_concurrency));
   }
   if (run.stopped_early) s.invalid_reasons.push_back("stopped early: the outcome was decided");
