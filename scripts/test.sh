@@ -39,4 +39,4 @@ for preset in asan tsan; do
 done
 
 step "fuzzers (bounded runs)"
-bash scripts/run_fuzzers.sh build/asan "${TITAN_FUZZ_SECONDS:-20}"
+bash scripts/run_fuzzers.sh build/asan "${TITAN_FUZZ_SECONDS:-12}"

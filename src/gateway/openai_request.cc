@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -28,6 +30,31 @@ simdjson::error_code Parse(std::string_view body, size_t max_depth, dom::element
     allocated_depth = depth;
   }
   return parser.parse(body.data(), body.size(), true).get(*out);
+}
+
+// The path of the first key given twice in one object anywhere in `value` ("max_tokens",
+// "messages[0].content"), or "" when there is none. titan reads the first of two equal keys and
+// vLLM and llama.cpp the last, so a limit checked here would not hold upstream. Linear in the
+// document; recursion is bounded by the parser's depth limit.
+std::string DuplicateKey(dom::element value, const std::string& path) {
+  if (dom::object object; value.get_object().get(object) == simdjson::SUCCESS) {
+    std::unordered_set<std::string_view> keys;
+    for (dom::key_value_pair field : object) {
+      const std::string here =
+          path.empty() ? std::string(field.key) : fmt::format("{}.{}", path, field.key);
+      if (!keys.insert(field.key).second) return here;
+      if (std::string inner = DuplicateKey(field.value, here); !inner.empty()) return inner;
+    }
+  } else if (dom::array array; value.get_array().get(array) == simdjson::SUCCESS) {
+    size_t index = 0;
+    for (dom::element item : array) {
+      if (std::string inner = DuplicateKey(item, fmt::format("{}[{}]", path, index++));
+          !inner.empty()) {
+        return inner;
+      }
+    }
+  }
+  return "";
 }
 
 // The field's value, or nullopt when absent or null.
@@ -333,6 +360,12 @@ Result<RequestInfo> InspectRequest(Endpoint endpoint, std::string_view body,
   if (doc.get_object().get(object) != simdjson::SUCCESS) {
     return Error(param, "",
                  fmt::format("body must be a JSON object, got {}", DescribeJsonValue(doc)));
+  }
+  if (std::string duplicate = DuplicateKey(doc, ""); !duplicate.empty()) {
+    return Error(param, duplicate,
+                 fmt::format("key {} is given twice: give each key once (replicas read the last "
+                             "copy, the gateway's limits the first)",
+                             duplicate));
   }
   RequestInfo info;
   info.endpoint = endpoint;

@@ -263,6 +263,18 @@ TEST(InspectRequestTest, BadBodiesNameTheField) {
       {kChat, R"({"messages":[{"content":"x"}],"max_completion_tokens":-1})",
        "max_completion_tokens", "max_completion_tokens must be a non-negative integer, got -1"},
       {kC, R"({"prompt":"x","n":0})", "n", "n must be an integer >= 1, got 0"},
+      // The gateway read the first copy and the replicas the last: limits were bypassed.
+      {kC, R"({"prompt":"x","max_tokens":2,"max_tokens":5000})", "max_tokens",
+       "key max_tokens is given twice: give each key once (replicas read the last "
+       "copy, the gateway's limits the first)"},
+      {kChat, R"({"messages":[{"role":"user","content":"x","content":"long"}]})",
+       "messages[0].content",
+       "key messages[0].content is given twice: give each key once (replicas read the "
+       "last copy, the gateway's limits the first)"},
+      {kC, R"({"prompt":"x","stream_options":{"include_usage":true,"include_usage":false}})",
+       "stream_options.include_usage",
+       "key stream_options.include_usage is given twice: give each key once (replicas "
+       "read the last copy, the gateway's limits the first)"},
       {kE, R"({"input":"x","n":{}})", "n", "n must be an integer >= 1, got an object"},
       {kC, R"({"model":"m"})", "prompt", "prompt is required"},
       {kC, R"({"prompt":null})", "prompt", "prompt is required"},

@@ -258,6 +258,33 @@ TEST(HttpTest, SlowlorisConnectionIsClosedAndOthersAreServed) {
   EXPECT_EQ(server->stats().bad_requests, 1u);
 }
 
+TEST(HttpTest, ATransferEncodingNotEndingInChunkedIsRefusedAndTheConnectionClosed) {
+  // "Transfer-Encoding: gzip" without Content-Length: the body was read as empty and its bytes
+  // as a second request (a probe reached an admin path this way).
+  auto server = StartServer({});
+  for (const char* coding : {"gzip", "chunked, gzip"}) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(server->port());
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string smuggled =
+        std::string("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ") + coding +
+        "\r\n\r\nGET /echo HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_EQ(write(fd, smuggled.data(), smuggled.size()), static_cast<ssize_t>(smuggled.size()));
+    timeval limit{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    std::string answer;
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) answer.append(buf, n);
+    close(fd);
+    EXPECT_TRUE(answer.starts_with("HTTP/1.1 400")) << coding << ": " << answer;
+    EXPECT_EQ(answer.find("HTTP/1.1 200"), std::string::npos) << coding << ": " << answer;
+  }
+  EXPECT_EQ(server->stats().requests, 0u);
+}
+
 TEST(HttpTest, ConnectionsOverTheCapGet503) {
   ServerOptions options;
   options.max_connections = 2;

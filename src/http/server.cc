@@ -146,6 +146,17 @@ asio::awaitable<void> Connection::Run() {
       }
       break;
     }
+    // A Transfer-Encoding whose last coding is not chunked leaves the body's end unknown: Beast
+    // then reads no body, and its bytes would be parsed as the next request (smuggling). RFC
+    // 9112 section 6.3: answer 400 and close.
+    if (parser.get().find(bhttp::field::transfer_encoding) != parser.get().end() &&
+        !parser.chunked()) {
+      server_->bad_requests.fetch_add(1, std::memory_order_relaxed);
+      co_await RespondError(400,
+                            "a Transfer-Encoding that does not end with chunked is not "
+                            "accepted: send the body with Content-Length or chunked");
+      break;
+    }
     server_->requests.fetch_add(1, std::memory_order_relaxed);
     bhttp::request<bhttp::string_body> message = parser.release();
     Request request;
