@@ -224,17 +224,27 @@ TEST(HttpTest, LimitsAnswerWithTheRightStatus) {
   EXPECT_EQ(server->stats().bad_requests, 2u);
 }
 
+// A blocking socket connected to 127.0.0.1:port, for writing raw bytes; -1 on failure.
+int ConnectRaw(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 TEST(HttpTest, SlowlorisConnectionIsClosedAndOthersAreServed) {
   ServerOptions options;
   options.request_timeout_ns = 300 * kNsPerMs;
   auto server = StartServer(options);
   // A raw client that sends half a request head and then trickles.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(server->port());
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int fd = ConnectRaw(server->port());
+  ASSERT_GE(fd, 0);
   ASSERT_GT(write(fd, "GET /echo HTTP/1.1\r\nX-A: 1\r\n", 28), 0);
   // Meanwhile a normal request is answered.
   std::string body = RunClient([&](asio::any_io_executor ex) -> asio::awaitable<std::string> {
@@ -263,12 +273,8 @@ TEST(HttpTest, ATransferEncodingNotEndingInChunkedIsRefusedAndTheConnectionClose
   // as a second request (a probe reached an admin path this way).
   auto server = StartServer({});
   for (const char* coding : {"gzip", "chunked, gzip"}) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(server->port());
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const int fd = ConnectRaw(server->port());
+    ASSERT_GE(fd, 0);
     const std::string smuggled =
         std::string("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ") + coding +
         "\r\n\r\nGET /echo HTTP/1.1\r\nHost: x\r\n\r\n";
