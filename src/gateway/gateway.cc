@@ -1140,9 +1140,23 @@ struct Gateway::Impl {
     co_await ex.Respond(a.status, content_type, std::move(a.body), extra);
   }
 
+  // 405 with the Allow header, for `path` asked with another method than `allowed`.
+  static awaitable<void> RespondMethodNotAllowed(http::Exchange& ex, std::string_view path,
+                                                 std::string_view allowed) {
+    std::string text =
+        http::JsonError(fmt::format("{} takes {}", path, allowed), "invalid_request_error", 405);
+    const http::Headers allow = {{"Allow", std::string(allowed)}};
+    co_await ex.Respond(405, "application/json", std::move(text), allow);
+  }
+
   awaitable<void> Handle(http::Exchange& ex) {
     const http::Request& req = ex.request();
     const std::string_view path = req.path();
+    if ((path == "/healthz" || path == "/metrics" || path == "/admin/replicas") &&
+        req.method != "GET" && req.method != "HEAD") {
+      co_await RespondMethodNotAllowed(ex, path, "GET");  // DELETE /admin/replicas was a 200
+      co_return;
+    }
     if (path == "/healthz") {
       int ready = 0;
       for (const auto& r : replicas) ready += !r->removed && r->health.Routable();
@@ -1182,10 +1196,7 @@ struct Gateway::Impl {
     const Endpoint endpoint = EndpointForPath(path);
     if (endpoint != Endpoint::kOther) {
       if (req.method != "POST") {
-        std::string text =
-            http::JsonError(fmt::format("{} takes POST", path), "invalid_request_error", 405);
-        const http::Headers allow = {{"Allow", "POST"}};
-        co_await ex.Respond(405, "application/json", std::move(text), allow);
+        co_await RespondMethodNotAllowed(ex, path, "POST");
         co_return;
       }
       co_await HandleApi(ex, endpoint);

@@ -160,6 +160,12 @@ TEST(GatewayProxyTest, BadInputGetsAClearErrorNamingTheLimit) {
   expect(json({{"prompt", std::string(5000, 'a')}}).dump(), 413, "4096 bytes");
   EXPECT_EQ(Get(g->port(), "/nope").status, 404);
   EXPECT_EQ(Get(g->port(), "/v1/completions").status, 405);
+  // The read-only endpoints take GET (a DELETE of /admin/replicas answered 200 with the list).
+  for (const char* path : {"/admin/replicas", "/healthz", "/metrics"}) {
+    http::FetchedResponse r = Post(g->port(), path, "{}");
+    EXPECT_EQ(r.status, 405) << path;
+    EXPECT_EQ(http::FindHeader(r.headers, "Allow"), "GET") << path;
+  }
   // A deadline is a whole number of milliseconds: a number with anything after it is refused,
   // not read as its leading digits ("1e300" was 1 ms, "1abc" too).
   for (const char* deadline : {"soon", "1abc", "1e300", "0", "86400001"}) {
