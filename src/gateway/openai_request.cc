@@ -32,29 +32,31 @@ simdjson::error_code Parse(std::string_view body, size_t max_depth, dom::element
   return parser.parse(body.data(), body.size(), true).get(*out);
 }
 
-// The path of the first key given twice in one object anywhere in `value` ("max_tokens",
-// "messages[0].content"), or "" when there is none. titan reads the first of two equal keys and
-// vLLM and llama.cpp the last, so a limit checked here would not hold upstream. Linear in the
-// document; recursion is bounded by the parser's depth limit.
-std::string DuplicateKey(dom::element value, const std::string& path) {
+// Whether an object anywhere in `value` gives a key twice; if so, *path is that key's path
+// below `value` (".max_tokens", ".messages[0].content"), built only then, so a clean body costs
+// no string. titan reads the first of two equal keys and vLLM and llama.cpp the last, so a limit
+// checked here would not hold upstream. Linear in the document; recursion is bounded by the
+// parser's depth limit.
+bool FindDuplicateKey(dom::element value, std::string* path) {
   if (dom::object object; value.get_object().get(object) == simdjson::SUCCESS) {
     std::unordered_set<std::string_view> keys;
     for (dom::key_value_pair field : object) {
-      const std::string here =
-          path.empty() ? std::string(field.key) : fmt::format("{}.{}", path, field.key);
-      if (!keys.insert(field.key).second) return here;
-      if (std::string inner = DuplicateKey(field.value, here); !inner.empty()) return inner;
+      if (!keys.insert(field.key).second || FindDuplicateKey(field.value, path)) {
+        *path = fmt::format(".{}{}", field.key, *path);
+        return true;
+      }
     }
   } else if (dom::array array; value.get_array().get(array) == simdjson::SUCCESS) {
     size_t index = 0;
     for (dom::element item : array) {
-      if (std::string inner = DuplicateKey(item, fmt::format("{}[{}]", path, index++));
-          !inner.empty()) {
-        return inner;
+      if (FindDuplicateKey(item, path)) {
+        *path = fmt::format("[{}]{}", index, *path);
+        return true;
       }
+      ++index;
     }
   }
-  return "";
+  return false;
 }
 
 // The field's value, or nullopt when absent or null.
@@ -361,7 +363,8 @@ Result<RequestInfo> InspectRequest(Endpoint endpoint, std::string_view body,
     return Error(param, "",
                  fmt::format("body must be a JSON object, got {}", DescribeJsonValue(doc)));
   }
-  if (std::string duplicate = DuplicateKey(doc, ""); !duplicate.empty()) {
+  if (std::string duplicate; FindDuplicateKey(doc, &duplicate)) {
+    duplicate.erase(0, 1);  // the body is an object: its keys' paths start with '.'
     return Error(param, duplicate,
                  fmt::format("key {} is given twice: give each key once (replicas read the last "
                              "copy, the gateway's limits the first)",
