@@ -32,7 +32,26 @@ USAGE_ERRORS = [
     # --users 100000000 grew to 5 GB before sending anything; 0 ran an open loop.
     (["load", "--url", "http://127.0.0.1:9", "--users", "100000000"], "--users"),
     (["load", "--url", "http://127.0.0.1:9", "--users", "0"], "--users"),
+    # Was sent as is: every request got a 400 and the run exited 0.
+    (["load", "--url", "http://127.0.0.1:9", "--extra-body", '"a":}'], "--extra-body"),
+    # Credentials were taken for a host ("cannot resolve", exit 1); a query was kept.
+    (["gateway", "--replica", "http://u:p@127.0.0.1:9"], "user:password@"),
+    (["gateway", "--replica", "http://127.0.0.1:9/?a=b"], "query or fragment"),
 ]
+
+
+def test_a_trace_value_out_of_range_is_a_usage_error_like_a_malformed_one(tmp_path):
+    """A time 366 days out, a negative time or an over-long line exited 1 while NaN or a bad
+    length exited 2: every bad input file is a usage error (exit 2), as docs/load.md says."""
+    for name, text in [("far", '{"timestamp": 0, "input_length": 1, "output_length": 1}\n'
+                                '{"timestamp": 40000000000, "input_length": 1, "output_length": 1}\n'),
+                       ("nan", '{"timestamp": NaN, "input_length": 1, "output_length": 1}\n')]:
+        trace = tmp_path / f"{name}.jsonl"
+        trace.write_text(text)
+        p = subprocess.run([TITAN, "load", "--url", "http://127.0.0.1:9", "--trace", str(trace)],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2, (name, p.returncode, p.stderr)
+        assert str(trace) in p.stderr, p.stderr
 
 
 @pytest.mark.parametrize("args,named", USAGE_ERRORS,

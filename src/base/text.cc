@@ -18,6 +18,13 @@ std::string FormatBytes(uint64_t bytes) {
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
+std::string Excerpt(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return fmt::format("{}... ({} bytes)", text.substr(0, cut), text.size());
+}
+
 bool ParseInt64(std::string_view text, int64_t* out) {
   if (text.empty()) return false;
   const char* end = text.data() + text.size();

@@ -29,6 +29,11 @@ std::string_view Trim(std::string_view text);
 // "512 B", "1.5 KiB", "1.0 GiB" (binary units, one decimal), for people.
 std::string FormatBytes(uint64_t bytes);
 
+// `text` for an error message: whole when at most `max_bytes` long, else its first `max_bytes`
+// bytes (not cutting a UTF-8 sequence) and "... (N bytes)", so that a hostile megabyte value
+// is not echoed whole.
+std::string Excerpt(std::string_view text, size_t max_bytes = 80);
+
 // Appends `text` to *out as a JSON string literal (quotes included): ", \ and control bytes
 // escaped, bytes >= 0x80 passed through unchanged (so valid UTF-8 stays valid).
 void AppendJsonString(std::string_view text, std::string* out);

@@ -41,5 +41,13 @@ TEST(TextTest, SplitsLinesAndFields) {
   EXPECT_EQ(Trim("  x y \n"), "x y");
 }
 
+TEST(TextTest, ExcerptCutsLongTextWithoutSplittingACharacter) {
+  EXPECT_EQ(Excerpt("short"), "short");
+  EXPECT_EQ(Excerpt(std::string(80, 'a')), std::string(80, 'a'));
+  EXPECT_EQ(Excerpt(std::string(1'000'000, 'a')), std::string(80, 'a') + "... (1000000 bytes)");
+  // "é" is two bytes: a cut inside it keeps neither byte.
+  EXPECT_EQ(Excerpt("abé", 3), "ab... (4 bytes)");
+}
+
 }  // namespace
 }  // namespace titan

@@ -1,5 +1,7 @@
 #include "src/gateway/config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 
 #include <fmt/format.h>
@@ -7,7 +9,9 @@
 
 #include "src/base/duration.h"
 #include "src/base/env.h"
+#include "src/base/text.h"
 #include "src/base/yaml_json.h"
+#include "src/http/client.h"
 
 namespace titan::gateway {
 
@@ -27,6 +31,19 @@ std::string_view RoutingPolicyName(RoutingPolicy policy) {
   return "?";
 }
 
+Status ParseListen(std::string_view text, std::string* address, int* port) {
+  const size_t colon = text.rfind(':');
+  int64_t number = -1;
+  if (colon == std::string_view::npos || !ParseInt64(text.substr(colon + 1), &number) ||
+      number < 0 || number > 65535) {
+    return InvalidArgumentError(
+        fmt::format("'{}' is not ADDRESS:PORT (e.g. 127.0.0.1:8000; port 0: any)", Excerpt(text)));
+  }
+  *address = std::string(text.substr(0, colon));
+  *port = static_cast<int>(number);
+  return OkStatus();
+}
+
 Result<RoutingPolicy> ParseRoutingPolicy(std::string_view text) {
   for (RoutingPolicy p :
        {RoutingPolicy::kRoundRobin, RoutingPolicy::kLeastOutstanding, RoutingPolicy::kPowerOfTwo,
@@ -35,10 +52,13 @@ Result<RoutingPolicy> ParseRoutingPolicy(std::string_view text) {
   }
   return InvalidArgumentError(fmt::format(
       "unknown routing policy '{}'; use round_robin, least_outstanding, p2c, prefix or session",
-      text));
+      Excerpt(text)));
 }
 
 namespace {
+
+// A string value's bound: enough for any path (PATH_MAX) or URL a config names.
+constexpr size_t kMaxStringBytes = 4096;
 
 // Reads one YAML mapping, remembering which keys were used so that unknown ones are errors.
 class Section {
@@ -49,12 +69,18 @@ class Section {
   Status Check() const {
     if (!node_ || node_.IsNull()) return OkStatus();
     if (!node_.IsMap()) return Error("", "must be a mapping of keys to values");
+    std::set<std::string> seen;
     for (const auto& item : node_) {
       const std::string key = item.first.as<std::string>();
+      // yaml-cpp keeps both; node_[key] reads the first, which a reader may not expect.
+      if (!seen.insert(key).second) {
+        return Error(Excerpt(key),
+                     fmt::format("is given twice (line {}); keep one", item.first.Mark().line + 1));
+      }
       if (!used_.count(key)) {
         std::string known;
         for (const std::string& k : used_) known += (known.empty() ? "" : ", ") + k;
-        return Error(key, fmt::format("is not a known key (known here: {})", known));
+        return Error(Excerpt(key), fmt::format("is not a known key (known here: {})", known));
       }
     }
     return OkStatus();
@@ -67,11 +93,34 @@ class Section {
   }
   Section Child(const std::string& key) { return Section(Get(key), Name(key), source_); }
 
+  // A string of at most kMaxStringBytes (a path, a name, a URL).
   Status String(const std::string& key, std::string* out) {
     YAML::Node n = Get(key);
     if (!n || n.IsNull()) return OkStatus();
     if (!n.IsScalar()) return Error(key, "must be a string");
-    *out = n.as<std::string>();
+    if (n.Scalar().size() > kMaxStringBytes) {
+      return Error(key,
+                   fmt::format("is {} bytes long; at most {}", n.Scalar().size(), kMaxStringBytes));
+    }
+    *out = n.Scalar();
+    return OkStatus();
+  }
+  // An HTTP header name (a token of letters, digits and -_.!#$%&'*+^`|~, at most 256 bytes).
+  Status HeaderName(const std::string& key, std::string* out) {
+    std::string name;
+    TITAN_RETURN_IF_ERROR(String(key, &name));
+    if (name.empty()) return OkStatus();
+    const bool token =
+        name.size() <= 256 && std::all_of(name.begin(), name.end(), [](char ch) {
+          return std::isalnum(static_cast<unsigned char>(ch)) ||
+                 std::string_view("-_.!#$%&'*+^`|~").find(ch) != std::string_view::npos;
+        });
+    if (!token) {
+      return Error(key, fmt::format("'{}' is not an HTTP header name (a token of at most 256 "
+                                    "letters, digits and -_.!#$%&'*+^`|~)",
+                                    Excerpt(name)));
+    }
+    *out = name;
     return OkStatus();
   }
   Status Bool(const std::string& key, bool* out) {
@@ -110,12 +159,20 @@ class Section {
   Status Duration(const std::string& key, int64_t* out_ns, bool allow_zero = false) {
     YAML::Node n = Get(key);
     if (!n || n.IsNull()) return OkStatus();
-    const std::string text = n.IsScalar() ? n.as<std::string>() : "";
-    bool ok = allow_zero ? ParseDurationOrZeroNs(text, out_ns) : ParseDurationNs(text, out_ns);
-    if (!ok) {
-      return Error(key, fmt::format("'{}' is not a duration; write e.g. 250ms, 2s or 1m{}", text,
+    const std::string text = n.IsScalar() ? n.Scalar() : "";
+    int64_t ns = 0;
+    if (!ParseDurationOrZeroNs(text, &ns)) {
+      const bool negative = Trim(text).starts_with('-');
+      return Error(key, fmt::format("'{}' is not {}; write e.g. 250ms, 2s or 1m{}", Excerpt(text),
+                                    negative ? "a duration: it is negative"
+                                             : "a duration (of at most 292 years)",
                                     allow_zero ? " (or 0 for off)" : ""));
     }
+    if (ns == 0 && !allow_zero) {
+      return Error(
+          key, fmt::format("'{}' is zero; it must be more than 0 (e.g. 250ms, 2s)", Excerpt(text)));
+    }
+    *out_ns = ns;
     return OkStatus();
   }
 
@@ -178,19 +235,25 @@ Status ParseAdmission(Section s, AdmissionConfig* a) {
   if (tenants && !tenants.IsNull()) {
     if (!tenants.IsMap()) return s.Error("tenant_weights", "must map tenant names to weights");
     a->tenant_weights.clear();
+    std::set<std::string> seen;
     for (const auto& item : tenants) {
       TenantWeight w{item.first.as<std::string>(), 0};
+      if (!seen.insert(w.tenant).second) {
+        return s.Error(
+            "tenant_weights." + Excerpt(w.tenant),
+            fmt::format("is given twice (line {}); keep one", item.first.Mark().line + 1));
+      }
       if (!item.second.IsScalar() || !YAML::convert<double>::decode(item.second, w.weight) ||
           !(w.weight > 0) || w.weight > 1e6) {
-        return s.Error("tenant_weights." + w.tenant, "must be a number in (0, 1e6]");
+        return s.Error("tenant_weights." + Excerpt(w.tenant), "must be a number in (0, 1e6]");
       }
       a->tenant_weights.push_back(w);
     }
   }
   TITAN_RETURN_IF_ERROR(s.String("default_class", &a->default_class));
-  TITAN_RETURN_IF_ERROR(s.String("priority_header", &a->priority_header));
-  TITAN_RETURN_IF_ERROR(s.String("tenant_header", &a->tenant_header));
-  TITAN_RETURN_IF_ERROR(s.String("deadline_header", &a->deadline_header));
+  TITAN_RETURN_IF_ERROR(s.HeaderName("priority_header", &a->priority_header));
+  TITAN_RETURN_IF_ERROR(s.HeaderName("tenant_header", &a->tenant_header));
+  TITAN_RETURN_IF_ERROR(s.HeaderName("deadline_header", &a->deadline_header));
   TITAN_RETURN_IF_ERROR(
       s.Integer("max_inflight_per_replica", &a->max_inflight_per_replica, 1, 100'000));
   TITAN_RETURN_IF_ERROR(s.Bool("adaptive", &a->adaptive));
@@ -298,23 +361,8 @@ Result<GatewayConfig> ParseConfig(std::string_view yaml_text, std::string_view s
     std::string listen;
     TITAN_RETURN_IF_ERROR(top.String("listen", &listen));
     if (!listen.empty()) {
-      const size_t colon = listen.rfind(':');
-      int port = -1;
-      if (colon != std::string::npos) {
-        try {
-          size_t used = 0;
-          port = std::stoi(listen.substr(colon + 1), &used);
-          if (used != listen.size() - colon - 1) port = -1;
-        } catch (...) {
-          port = -1;
-        }
-      }
-      if (colon == std::string::npos || port < 0 || port > 65535) {
-        return top.Error("listen",
-                         fmt::format("'{}' is not ADDRESS:PORT (e.g. 0.0.0.0:8000)", listen));
-      }
-      c.listen_address = listen.substr(0, colon);
-      c.listen_port = port;
+      Status parsed = ParseListen(listen, &c.listen_address, &c.listen_port);
+      if (!parsed.ok()) return top.Error("listen", parsed.message());
     }
     TITAN_RETURN_IF_ERROR(ParseReplicas(top, &c));
     TITAN_RETURN_IF_ERROR(ParseLaunch(top.Child("launch"), &c.launch));
@@ -357,6 +405,13 @@ Status ValidateConfig(const GatewayConfig& c) {
     return InvalidArgumentError(
         "no replicas: give --replica URL (repeatable), --launch 'CMD --port {port}', or "
         "replicas: in the config file");
+  }
+  for (size_t i = 0; i < c.replicas.size(); ++i) {
+    Result<http::Url> url = http::ParseUrl(c.replicas[i].url);
+    if (!url.ok()) {
+      return InvalidArgumentError(
+          fmt::format("replicas[{}] (--replica): {}", i, url.status().message()));
+    }
   }
   if (!c.launch.command.empty() && c.launch.command.find("{port}") == std::string::npos) {
     return InvalidArgumentError(fmt::format(

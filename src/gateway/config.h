@@ -20,6 +20,9 @@ namespace titan::gateway {
 enum class RoutingPolicy { kRoundRobin, kLeastOutstanding, kPowerOfTwo, kPrefix, kSession };
 std::string_view RoutingPolicyName(RoutingPolicy policy);
 Result<RoutingPolicy> ParseRoutingPolicy(std::string_view text);
+// "ADDRESS:PORT" (port 0..65535; 0: any free port), for `listen:` and --listen. The error
+// names the text and the expected form.
+Status ParseListen(std::string_view text, std::string* address, int* port);
 
 struct ReplicaConfig {
   std::string url;               // http://host:port

@@ -126,6 +126,7 @@ struct Ticket {
   Signal* wake = nullptr;
   Replica* assigned = nullptr;
   Shed shed = Shed::kNone;
+  bool client_gone = false;  // the client left while it waited: no answer, no seat
 };
 
 // What the upstream said, shared between the sending coroutine and the relaying one.
@@ -442,8 +443,10 @@ struct Gateway::Impl {
     return std::max(seats, 1);
   }
 
-  // A seat for `t`, waiting in its queue if needed. nullptr with t.shed set when refused.
+  // A seat for `t`, waiting in its queue if needed. nullptr with t.shed set when refused, or
+  // with t.client_gone when the client left (WatchClient wakes the wait).
   awaitable<Replica*> Acquire(Ticket& t, int64_t* retry_after_s) {
+    if (t.client_gone) co_return nullptr;
     if (draining) {
       t.shed = Shed::kDraining;
       co_return nullptr;
@@ -490,11 +493,21 @@ struct Gateway::Impl {
     if (t.deadline_ns > 0) until = std::min(until, t.deadline_ns);
     co_await wake.WaitUntil(until);
     t.wake = nullptr;
-    if (t.assigned) co_return t.assigned;
-    if (t.shed == Shed::kNone) t.shed = Shed::kQueueTimeout;
+    if (t.assigned) co_return t.assigned;  // Forward gives it up if the client left
+    if (t.shed == Shed::kNone && !t.client_gone) t.shed = Shed::kQueueTimeout;
     queue.Remove(t.id);
     RecordQueueDepths();
     co_return nullptr;
+  }
+
+  // A client that leaves while `t` waits for a seat ends the wait (Acquire then returns null
+  // with t.client_gone): a fire-and-forget client must not keep a queue place.
+  static void WatchClient(http::Exchange& ex, Ticket& t) {
+    if (ex.client_gone()) t.client_gone = true;
+    ex.OnClientGone([&t] {
+      t.client_gone = true;
+      if (t.wake) t.wake->Notify();
+    });
   }
 
   // ---- upstream ----
@@ -530,6 +543,20 @@ struct Gateway::Impl {
                             bool can_retry, http::Exchange* client, const std::string& id) {
     Answer answer;
     auto x = std::make_shared<UpstreamCall>(executor, stream);
+    if (client) {
+      // A client that leaves before its answer ends closes the upstream connection (the
+      // replica cancels the work), streamed or not, before or after the first byte.
+      if (client->client_gone()) {
+        ++counters.client_gone;
+        answer.client_gone = true;
+        co_return answer;
+      }
+      client->OnClientGone([x] {
+        x->client_gone = true;
+        if (x->connection) x->connection->Close();
+        x->wake.Notify();
+      });
+    }
     x->request = request;
     x->request.host = r.host_header;
     if (!x->request.target.starts_with(r.url.path))
@@ -672,6 +699,7 @@ struct Gateway::Impl {
         r.idle.size() < kMaxIdlePerReplica && r.health.Routable() && !stopping) {
       r.idle.push_back(std::move(x->connection));
     }
+    if (client) client->OnClientGone(nullptr);
     co_return answer;
   }
 
@@ -700,6 +728,13 @@ struct Gateway::Impl {
     extra.push_back({"X-Request-Id", c.request_id});
     std::string body = http::JsonError(message, type, status);
     co_await ex.Respond(status, "application/json", std::move(body), extra);
+  }
+
+  // The client left while queued: its answer is nobody's (access log: 499).
+  void LeftWhileQueued(Context& c) {
+    ++counters.client_gone;
+    c.status = 499;
+    c.reason = "client_gone";
   }
 
   awaitable<void> Reject(http::Exchange& ex, Context& c, Shed shed, int64_t retry_after_s) {
@@ -912,7 +947,13 @@ struct Gateway::Impl {
     for (int attempt = 0;; ++attempt) {
       int64_t retry_after = 0;
       const int64_t queued_at = MonoNowNs();
+      WatchClient(ex, c.ticket);
       Replica* r = co_await Acquire(c.ticket, &retry_after);
+      ex.OnClientGone(nullptr);
+      if (!r && c.ticket.client_gone) {
+        LeftWhileQueued(c);
+        co_return;
+      }
       if (!r) {
         if (attempt > 0 && c.ticket.shed == Shed::kNoReplica) {
           const std::string why = "every replica tried failed before answering";
@@ -933,7 +974,9 @@ struct Gateway::Impl {
       const bool can_retry = attempt < config.retries;
       Answer a = co_await Forward(*r, up, c.info.stream, can_retry, &ex, c.request_id);
       Release(r, c.ticket.tokens);
-      mean_service_ns = 0.9 * mean_service_ns + 0.1 * static_cast<double>(MonoNowNs() - seat_ns);
+      if (!a.client_gone) {  // a request cut short says nothing of the service time
+        mean_service_ns = 0.9 * mean_service_ns + 0.1 * static_cast<double>(MonoNowNs() - seat_ns);
+      }
       if (a.retry && can_retry) {
         ++counters.retries;
         ++c.retries;
@@ -1115,7 +1158,13 @@ struct Gateway::Impl {
     c.ticket.class_index = queues.at("default").ClassIndex("");
     const http::Request& req = ex.request();
     int64_t retry_after = 0;
+    WatchClient(ex, c.ticket);
     Replica* r = co_await Acquire(c.ticket, &retry_after);
+    ex.OnClientGone(nullptr);
+    if (!r && c.ticket.client_gone) {
+      LeftWhileQueued(c);
+      co_return;
+    }
     if (!r) {
       co_await Reject(ex, c, c.ticket.shed, retry_after);
       co_return;
@@ -1452,7 +1501,11 @@ struct Gateway::Impl {
   Status ApplyConfig(GatewayConfig next) {
     TITAN_RETURN_IF_ERROR(ValidateConfig(next));
     if (next.listen_address != config.listen_address || next.listen_port != config.listen_port) {
-      return InvalidArgumentError("listen cannot change on reload: restart the gateway");
+      return InvalidArgumentError(fmt::format(
+          "listen cannot change on reload: the gateway serves {}:{}, the new configuration says "
+          "{}:{} (the default when neither the file nor --listen sets it); restart the gateway "
+          "to move it, or keep listen as it is",
+          config.listen_address, config.listen_port, next.listen_address, next.listen_port));
     }
     if (next.launch.command != config.launch.command ||
         next.launch.replicas != config.launch.replicas) {

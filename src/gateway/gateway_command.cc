@@ -123,20 +123,11 @@ int GatewayCommand(int argc, char** argv) {
       return false;
     };
     if (!listen.empty()) {
-      const size_t colon = listen.rfind(':');
-      int port = -1;
-      if (colon != std::string::npos) {
-        try {
-          port = std::stoi(listen.substr(colon + 1));
-        } catch (...) {
-        }
-      }
-      if (port < 0 || port > 65535) {
-        flag_error = fmt::format("--listen '{}' is not ADDRESS:PORT (e.g. 127.0.0.1:8000)", listen);
+      Status parsed = ParseListen(listen, &c->listen_address, &c->listen_port);
+      if (!parsed.ok()) {
+        flag_error = fmt::format("--listen: {}", parsed.message());
         return false;
       }
-      c->listen_address = listen.substr(0, colon);
-      c->listen_port = port;
     }
     if (!replicas.empty() || !long_replicas.empty()) {
       c->replicas.clear();

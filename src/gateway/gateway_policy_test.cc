@@ -281,6 +281,43 @@ TEST(ConfigTest, BadDurationsNameTheKey) {
   EXPECT_THAT(ParseError("admission:\n  classes:\n    - name: a\n      deadline: soon\n"),
               HasSubstr("admission.classes[0].deadline"));
   EXPECT_THAT(ParseError("health:\n  timeout: [1s]\n"), HasSubstr("health.timeout"));
+  // 0 and negative durations say what is wrong with them (both were "not a duration").
+  EXPECT_THAT(ParseError("health:\n  interval: 0s\n"),
+              HasSubstr("health.interval '0s' is zero; it must be more than 0"));
+  EXPECT_THAT(ParseError("health:\n  interval: -2s\n"), HasSubstr("it is negative"));
+  EXPECT_THAT(ParseError("health:\n  interval: 1e300h\n"), HasSubstr("at most 292 years"));
+}
+
+TEST(ConfigTest, AKeyGivenTwiceIsRefusedWithItsLine) {
+  // yaml-cpp keeps both; the gateway read the first, silently.
+  EXPECT_THAT(ParseError("retries: 1\nretries: 5\n"),
+              HasSubstr("retries is given twice (line 2); keep one"));
+  EXPECT_THAT(ParseError("replicas: [http://a:1]\nreplicas: [http://b:1]\n"),
+              HasSubstr("replicas is given twice"));
+  EXPECT_THAT(ParseError("health:\n  interval: 1s\n  interval: 2s\n"),
+              HasSubstr("health.interval is given twice (line 3)"));
+  EXPECT_THAT(ParseError("admission:\n  tenant_weights: {a: 1, a: 2}\n"),
+              HasSubstr("admission.tenant_weights.a is given twice"));
+}
+
+TEST(ConfigTest, HugeValuesAreRefusedAndNotEchoedWhole) {
+  const std::string huge(1 << 20, 'a');
+  std::string e = ParseError("access_log: " + huge + "\n");
+  EXPECT_THAT(e, HasSubstr("access_log is 1048576 bytes long; at most 4096"));
+  EXPECT_LT(e.size(), 1000u);
+  e = ParseError("routing:\n  policy: " + std::string(4000, 'p') + "\n");
+  EXPECT_THAT(e, HasSubstr("... (4000 bytes)"));
+  EXPECT_LT(e.size(), 1000u);
+  e = ParseError("health:\n  interval: " + std::string(4000, '9') + "\n");
+  EXPECT_THAT(e, HasSubstr("... (4000 bytes)"));
+  EXPECT_LT(e.size(), 1000u);
+  EXPECT_THAT(ParseError(huge.substr(0, 1000) + ": 1\n"),
+              HasSubstr("... (1000 bytes) is not a known key"));
+  // A header name: a token no longer than a header can be.
+  EXPECT_THAT(ParseError("admission:\n  priority_header: " + std::string(300, 'h') + "\n"),
+              HasSubstr("admission.priority_header"));
+  EXPECT_THAT(ParseError("admission:\n  tenant_header: 'x tenant'\n"),
+              HasSubstr("is not an HTTP header name"));
 }
 
 TEST(ConfigTest, OutOfRangeNumbersNameTheKeyAndTheRange) {
@@ -319,6 +356,7 @@ TEST(ConfigTest, OtherBadValues) {
   EXPECT_THAT(ParseError("listen: 'localhost:'\n"), HasSubstr("listen"));
   EXPECT_THAT(ParseError("listen: localhost:99999\n"), HasSubstr("listen"));
   EXPECT_THAT(ParseError("listen: localhost:80x\n"), HasSubstr("listen"));
+  EXPECT_THAT(ParseError("listen: ':-1'\n"), HasSubstr("is not ADDRESS:PORT"));
   EXPECT_THAT(ParseError("replicas: http://a:1\n"), HasSubstr("replicas must be a list"));
   EXPECT_THAT(ParseError("replicas:\n  - pool: long\n"), HasSubstr("replicas[0] needs a url"));
   EXPECT_THAT(ParseError("admission:\n  classes: []\n"), HasSubstr("admission.classes"));
@@ -353,6 +391,18 @@ TEST(ConfigTest, ValidateNeedsReplicasOrLaunch) {
   Status s = ValidateConfig(GatewayConfig{});
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.message()), HasSubstr("no replicas"));
+}
+
+TEST(ConfigTest, ValidateRefusesReplicaUrlsTheGatewayCannotUse) {
+  // Credentials were taken for a host name ("cannot resolve 'u:p@127.0.0.1'", exit 1), and a
+  // query made a replica that never became ready.
+  for (const char* url : {"http://u:p@127.0.0.1:9000", "http://127.0.0.1:9000/?a=b",
+                          "http://127.0.0.1:9000/v1#c", "http://127.0.0.1:9000?x"}) {
+    GatewayConfig c;
+    c.replicas.push_back({url, "default"});
+    Status s = ValidateConfig(c);
+    EXPECT_THAT(std::string(s.message()), HasSubstr("replicas[0] (--replica): bad URL")) << url;
+  }
 }
 
 TEST(ConfigTest, ValidateNeedsPortInLaunchCommand) {

@@ -415,6 +415,63 @@ TEST(GatewayAdmissionTest, AFullQueueGets429WithRetryAfter) {
             std::string::npos);
 }
 
+// Sends `request` on a new raw socket and returns the socket, left open (-1 on failure).
+int SendRaw(int port, const std::string& request) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool QueueHolds(Gateway& g, int waiting) {
+  const std::string metrics = g.Metrics();
+  for (size_t at = metrics.find("\ntitan_gateway_queue_depth{"); at != std::string::npos;
+       at = metrics.find("\ntitan_gateway_queue_depth{", at + 1)) {
+    const size_t end = metrics.find('\n', at + 1);
+    if (metrics.substr(at, end - at).ends_with(" " + std::to_string(waiting))) return true;
+  }
+  return false;
+}
+
+// A client that leaves before its whole (non-streamed) answer gives up its seat, its queue
+// place and its replica's work at once: a probe's fire-and-forget clients held all three until
+// each answer ended (the replica generated every token for nobody).
+TEST(GatewayAdmissionTest, AClientThatLeavesGivesUpItsSeatQueuePlaceAndUpstreamWork) {
+  auto a = StartReplica(5 * kNsPerMs);  // 5000 tokens: 25 s
+  GatewayConfig config = BaseConfig({a->port()});
+  config.admission.max_inflight_per_replica = 1;
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+  const std::string body = Completion(5000, false);
+  const std::string request = fmt::format(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: {}\r\n\r\n{}",
+      body.size(), body);
+  const int seated = SendRaw(g->port(), request);
+  ASSERT_GE(seated, 0);
+  ASSERT_TRUE(WaitFor([&] { return a->engine_stats().running == 1; }));
+  const int queued = SendRaw(g->port(), request);
+  ASSERT_GE(queued, 0);
+  ASSERT_TRUE(WaitFor([&] { return QueueHolds(*g, 1); })) << g->Metrics();
+  close(queued);
+  EXPECT_TRUE(WaitFor([&] { return QueueHolds(*g, 0); })) << g->Metrics();
+  EXPECT_EQ(a->engine_stats().running, 1);  // the seated one is still served
+  close(seated);
+  EXPECT_TRUE(WaitFor([&] { return a->engine_stats().running == 0; }));
+  EXPECT_EQ(a->engine_stats().aborted, 1u);
+  EXPECT_TRUE(WaitFor([&] { return g->Counters().in_flight == 0; }));
+  EXPECT_EQ(g->Counters().client_gone, 2u);
+  // The seat is free again.
+  EXPECT_EQ(Post(g->port(), "/v1/completions", Completion(2, false)).status, 200);
+}
+
 TEST(GatewayAdmissionTest, ExpiredDeadlinesAreShedAndNoReplicaGets503) {
   auto a = StartReplica(20 * kNsPerMs);
   GatewayConfig config = BaseConfig({a->port()});

@@ -58,19 +58,25 @@ std::string Url::ToString() const { return fmt::format("http://{}:{}{}", host, p
 Result<Url> ParseUrl(std::string_view text) {
   auto bad = [&](std::string_view why) {
     return InvalidArgumentError(fmt::format(
-        "bad URL '{}': {}; expected http://HOST[:PORT][/PATH], e.g. http://127.0.0.1:8000", text,
-        why));
+        "bad URL '{}': {}; expected http://HOST[:PORT][/PATH], e.g. http://127.0.0.1:8000",
+        Excerpt(text), why));
   };
   std::string_view rest = text;
   if (rest.starts_with("https://")) return bad("https is not supported (no TLS in titan)");
   if (!rest.starts_with("http://")) return bad("it must start with http://");
   rest.remove_prefix(7);
+  if (rest.find_first_of("?#") != std::string_view::npos) {
+    return bad("a query or fragment ('?', '#') is not supported: give the base URL");
+  }
   size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   Url url;
   url.path = slash == std::string_view::npos ? "" : std::string(rest.substr(slash));
   while (!url.path.empty() && url.path.back() == '/') url.path.pop_back();
   if (authority.empty()) return bad("no host");
+  if (authority.find('@') != std::string_view::npos) {
+    return bad("credentials in a URL (user:password@) are not supported");
+  }
   std::string_view host = authority;
   std::string_view port;
   if (authority.front() == '[') {  // [::1]:8000

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +31,8 @@ using asio::ip::tcp;
 // previous one arrived, so that each is its own read however loaded the machine is (5 ms apart,
 // two chunks were sometimes one read on a busy machine).
 std::atomic<int> pieces_received{0};
+// Clients /linger saw leave (OnClientGone).
+std::atomic<int> clients_left{0};
 
 struct Collect : ResponseObserver {
   int status = 0;
@@ -70,6 +73,16 @@ asio::awaitable<void> TestHandler(Exchange& ex) {
   } else if (r.path() == "/hang") {
     asio::steady_timer t(ex.executor(), std::chrono::seconds(30));
     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+  } else if (r.path() == "/linger") {
+    // Waits a second for its client to leave: "here" if it did not.
+    asio::steady_timer t(ex.executor(), std::chrono::seconds(1));
+    ex.OnClientGone([&t] { t.cancel(); });
+    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (ex.client_gone()) {
+      ++clients_left;
+      co_return;
+    }
+    co_await ex.Respond(200, "text/plain", "here");
   } else if (r.path() == "/silent") {
     co_return;  // no response: the server sends 500
   } else {
@@ -238,6 +251,23 @@ int ConnectRaw(int port) {
   return fd;
 }
 
+// Writes `bytes` on a new raw connection and reads until `enough` says so, the server closes
+// the connection, or 10 s pass. What was read.
+std::string SendRaw(int port, std::string_view bytes,
+                    const std::function<bool(const std::string&)>& enough) {
+  const int fd = ConnectRaw(port);
+  EXPECT_GE(fd, 0);
+  if (fd < 0) return "";
+  EXPECT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  timeval limit{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  std::string answer;
+  char buf[4096];
+  for (ssize_t n; !enough(answer) && (n = read(fd, buf, sizeof buf)) > 0;) answer.append(buf, n);
+  close(fd);
+  return answer;
+}
+
 TEST(HttpTest, SlowlorisConnectionIsClosedAndOthersAreServed) {
   ServerOptions options;
   options.request_timeout_ns = 300 * kNsPerMs;
@@ -268,23 +298,43 @@ TEST(HttpTest, SlowlorisConnectionIsClosedAndOthersAreServed) {
   EXPECT_EQ(server->stats().bad_requests, 1u);
 }
 
+TEST(HttpTest, AClientThatLeavesWhileItsHandlerWaitsIsReported) {
+  auto server = StartServer({});
+  const int before = clients_left.load();
+  const int fd = ConnectRaw(server->port());
+  ASSERT_GE(fd, 0);
+  const std::string request = "GET /linger HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  close(fd);
+  for (int i = 0; i < 1000 && clients_left.load() == before; ++i) usleep(10'000);
+  EXPECT_EQ(clients_left.load(), before + 1);
+}
+
+TEST(HttpTest, APipelinedRequestIsNotTakenForAClientThatLeft) {
+  auto server = StartServer({});
+  const int before = clients_left.load();
+  auto both_answered = [](const std::string& answers) {
+    return answers.find("here", answers.find("here") + 1) != std::string::npos;
+  };
+  const std::string answers =
+      SendRaw(server->port(),
+              "GET /linger HTTP/1.1\r\nHost: x\r\n\r\nGET /linger HTTP/1.1\r\nHost: x\r\n\r\n",
+              both_answered);
+  EXPECT_TRUE(both_answered(answers)) << answers;
+  EXPECT_EQ(clients_left.load(), before);
+}
+
 TEST(HttpTest, ATransferEncodingNotEndingInChunkedIsRefusedAndTheConnectionClosed) {
   // "Transfer-Encoding: gzip" without Content-Length: the body was read as empty and its bytes
   // as a second request (a probe reached an admin path this way).
   auto server = StartServer({});
   for (const char* coding : {"gzip", "chunked, gzip"}) {
-    const int fd = ConnectRaw(server->port());
-    ASSERT_GE(fd, 0);
     const std::string smuggled =
         std::string("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ") + coding +
         "\r\n\r\nGET /echo HTTP/1.1\r\nHost: x\r\n\r\n";
-    ASSERT_EQ(write(fd, smuggled.data(), smuggled.size()), static_cast<ssize_t>(smuggled.size()));
-    timeval limit{5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-    std::string answer;
-    char buf[4096];
-    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) answer.append(buf, n);
-    close(fd);
+    const std::string answer = SendRaw(server->port(), smuggled, [](const std::string&) {
+      return false;  // until the server closes
+    });
     EXPECT_TRUE(answer.starts_with("HTTP/1.1 400")) << coding << ": " << answer;
     EXPECT_EQ(answer.find("HTTP/1.1 200"), std::string::npos) << coding << ": " << answer;
   }
@@ -295,6 +345,7 @@ TEST(HttpTest, ConnectionsOverTheCapGet503) {
   ServerOptions options;
   options.max_connections = 2;
   auto server = StartServer(options);
+  std::string refused_body;
   auto statuses = RunClient([&](asio::any_io_executor ex) -> asio::awaitable<std::vector<int>> {
     std::vector<std::unique_ptr<ClientConnection>> held;
     std::vector<int> out;
@@ -305,10 +356,14 @@ TEST(HttpTest, ConnectionsOverTheCapGet503) {
       OutgoingRequest req{"POST", "/echo", "x", {}, "."};
       ClientResult r = co_await held.back()->Send(req, got, In(2000));
       out.push_back(r.status);
+      refused_body = got.body;
     }
     co_return out;
   });
   EXPECT_EQ(statuses, (std::vector<int>{200, 200, 503}));
+  // A JSON error that says why, like every other refusal (it was an empty body).
+  EXPECT_NE(refused_body.find("at its limit of 2 open connections"), std::string::npos)
+      << refused_body;
   EXPECT_EQ(server->stats().connections_refused, 1u);
 }
 
@@ -379,6 +434,9 @@ TEST(HttpTest, ParsesUrls) {
   EXPECT_FALSE(ParseUrl("127.0.0.1:80").ok());
   EXPECT_FALSE(ParseUrl("http://h:99999").ok());
   EXPECT_FALSE(ParseUrl("http://:80").ok());
+  EXPECT_FALSE(ParseUrl("http://u:p@h:1").ok());
+  EXPECT_FALSE(ParseUrl("http://h:1/?a=b").ok());
+  EXPECT_FALSE(ParseUrl("http://h:1#f").ok());
 }
 
 }  // namespace

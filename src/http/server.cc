@@ -1,6 +1,9 @@
 #include "src/http/server.h"
 
+#include <sys/socket.h>
+
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -52,6 +55,9 @@ struct Server::Impl {
   bool stopped = false;
 
   std::atomic<uint64_t> accepted{0}, open{0}, refused{0}, requests{0}, bad_requests{0}, writes{0};
+  // The whole answer to a connection over max_connections: a 503 with a JSON error and
+  // Retry-After, like every other refusal.
+  std::string busy_response;
 
   asio::awaitable<void> AcceptLoop();
 };
@@ -77,6 +83,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
   // Fails the read or write in progress (operation_aborted); Run then closes the connection.
   void Cancel() { stream_.cancel(); }
+  // Which exchange a disconnect watch reports to; null once its handler ended.
+  struct Watch {
+    Exchange* exchange = nullptr;
+  };
+  // Waits for the socket to become readable while a handler runs: end of stream or an error
+  // means the client left (Exchange::ClientLeft); bytes mean a pipelined request (the watch
+  // ends and leaves them to be read).
+  void WatchForDisconnect(std::shared_ptr<Watch> watch);
   template <typename Buffers>
   asio::awaitable<bool> WriteBuffers(const Buffers& buffers) {
     server_->writes.fetch_add(1, std::memory_order_relaxed);
@@ -167,11 +181,17 @@ asio::awaitable<void> Connection::Run() {
     }
     request.body = std::move(message.body());
     Exchange exchange(this, std::move(request), MonoNowNs(), message.keep_alive());
+    auto watch = std::make_shared<Watch>(&exchange);
+    if (buffer_.size() == 0) WatchForDisconnect(watch);
     co_await server_->handler(exchange);
+    watch->exchange = nullptr;
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);  // ends the watch's wait
+    if (exchange.client_gone_) break;
     if (exchange.state_ == Exchange::State::kNone) {
       std::string error = JsonError("the handler sent no response", "server_error", 500);
       co_await exchange.Respond(500, "application/json", std::move(error));
-    } else if (exchange.state_ == Exchange::State::kStreaming && !exchange.client_gone_) {
+    } else if (exchange.state_ == Exchange::State::kStreaming) {
       co_await exchange.EndStream();
     }
     if (exchange.client_gone_ || !exchange.keep_alive_) break;
@@ -179,6 +199,33 @@ asio::awaitable<void> Connection::Run() {
   beast::error_code ignored;
   stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
   stream_.close();
+}
+
+void Connection::WatchForDisconnect(std::shared_ptr<Watch> watch) {
+  stream_.socket().async_wait(
+      tcp::socket::wait_read, [self = shared_from_this(), watch](beast::error_code ec) {
+        if (watch->exchange == nullptr || ec == asio::error::operation_aborted) return;
+        if (!ec) {
+          char byte = 0;
+          const ssize_t n =
+              ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+          if (n > 0) return;  // the next request's bytes: the client is there
+          if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            self->WatchForDisconnect(watch);
+            return;
+          }
+        }
+        watch->exchange->ClientLeft();
+      });
+}
+
+void Exchange::ClientLeft() {
+  client_gone_ = true;
+  if (on_client_gone_) {
+    std::function<void()> fn = std::move(on_client_gone_);
+    on_client_gone_ = nullptr;
+    fn();
+  }
 }
 
 asio::any_io_executor Exchange::executor() const { return connection_->executor(); }
@@ -269,10 +316,8 @@ asio::awaitable<void> Server::Impl::AcceptLoop() {
     accepted.fetch_add(1, std::memory_order_relaxed);
     if (open.load(std::memory_order_relaxed) >= options.max_connections) {
       refused.fetch_add(1, std::memory_order_relaxed);
-      static constexpr std::string_view kBusy =
-          "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
       beast::error_code ignored;
-      asio::write(socket, asio::buffer(kBusy), ignored);
+      asio::write(socket, asio::buffer(busy_response), ignored);
       socket.close(ignored);
       continue;
     }
@@ -292,6 +337,15 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, Hand
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->handler = std::move(handler);
+  const std::string busy =
+      JsonError(fmt::format("the server is at its limit of {} open connections; retry after the "
+                            "Retry-After seconds",
+                            options.max_connections),
+                "service_unavailable", 503);
+  impl->busy_response = fmt::format(
+      "HTTP/1.1 503 Service Unavailable\r\nServer: {}\r\nConnection: close\r\n"
+      "Content-Type: application/json\r\nRetry-After: 1\r\nContent-Length: {}\r\n\r\n{}",
+      kServerName, busy.size(), busy);
   int threads = std::max(1, options.threads);
   for (int i = 0; i < threads; ++i) {
     impl->loops.push_back(std::make_unique<asio::io_context>(1));

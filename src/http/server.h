@@ -13,6 +13,9 @@
 // requests 400. Past `max_connections` open connections, new ones get 503 and are closed. The
 // listening socket is bound without SO_REUSEPORT, so a second server on a taken port fails.
 //
+// While a handler runs, the server watches its connection for the client leaving (see
+// Exchange::OnClientGone).
+//
 // Handlers answer with Exchange::Respond (a whole response) or stream with BeginStream /
 // Write / EndStream (chunked transfer encoding; each Write is sent at once, unbuffered). A
 // handler that returns without responding sends 500.
@@ -82,8 +85,17 @@ class Exchange {
   // True between BeginStream and the end of the stream.
   bool streaming() const { return state_ == State::kStreaming; }
   bool responded() const { return state_ != State::kNone; }
-  // True once a write failed (client disconnected or stopped reading).
+  // True once a write failed (client disconnected or stopped reading), or once the server saw
+  // the client close or reset its connection while the handler ran (see OnClientGone).
   bool client_gone() const { return client_gone_; }
+  // Registers `fn` (replacing an earlier one; null clears it) to run once, on the connection's
+  // event loop, when the server sees the client close or reset its connection before the
+  // response ended: a handler waiting for slow work (an upstream answer, a queue seat) can give
+  // it up, as nginx does for a client that left (499). The server watches the connection for
+  // this while the handler runs and no further request bytes have arrived (a pipelined request
+  // stops the watch). A client that half-closes (shutdown(SHUT_WR)) after its request counts as
+  // gone. Does not run `fn` when the client is gone already: check client_gone() first.
+  void OnClientGone(std::function<void()> fn) { on_client_gone_ = std::move(fn); }
   // Cuts the client off now: a write in progress fails, later ones do nothing, and the
   // connection closes without ending a stream's chunked body (so the client sees a truncated
   // answer, not a complete one). For a client that cannot be served further, such as one that
@@ -103,9 +115,12 @@ class Exchange {
   int64_t received_ns_;
   // Sends head (may be empty), then `data` as a chunk, then the last chunk when `end`.
   boost::asio::awaitable<bool> SendPieces(std::string_view head, std::string_view data, bool end);
+  // The server saw the client go: marks it gone and runs the OnClientGone function.
+  void ClientLeft();
   bool keep_alive_;
   State state_ = State::kNone;
   bool client_gone_ = false;
+  std::function<void()> on_client_gone_;
 };
 
 using Handler = std::function<boost::asio::awaitable<void>(Exchange&)>;

@@ -235,7 +235,7 @@ Result<Setup> Build(const Flags& f, bool sweep) {
   api.model = f.model;
   api.stream = !f.no_stream && api.api != Api::kEmbeddings;
   api.ignore_eos = !f.no_ignore_eos;
-  api.extra_fields = f.extra_body;
+  TITAN_RETURN_IF_ERROR(SetExtraFields(f.extra_body, &api));
   s.runner.api = api;
   s.workload.api = api;
   std::string arrivals = f.arrivals;
@@ -422,7 +422,10 @@ Result<Outcome> RunOnce(const Flags& f, Setup setup, bool progress,
 
 int Fail(const Status& status) {
   fmt::print(stderr, "titan load: {}\n", status.message());
-  return status.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitError;
+  // A bad flag or a bad input file (malformed, or a value out of its range) is a usage error.
+  const bool usage =
+      status.code() == StatusCode::kInvalidArgument || status.code() == StatusCode::kOutOfRange;
+  return usage ? kExitUsage : kExitError;
 }
 
 int RunCommand(const Flags& f) {

@@ -1,6 +1,12 @@
 #include "src/load/openai.h"
 
+#include <set>
+#include <utility>
+
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "src/base/json_depth.h"
 
 namespace titan::load {
 
@@ -39,6 +45,64 @@ std::string_view ApiPath(Api api) {
       return "/v1/embeddings";
   }
   return "/";
+}
+
+Status SetExtraFields(std::string_view text, ApiOptions* options) {
+  options->extra_fields.clear();
+  if (Trim(text).empty()) return OkStatus();
+  const std::string object = fmt::format("{{{}}}", text);
+  TITAN_RETURN_IF_ERROR(CheckJsonDepth(object, "--extra-body"));
+  std::set<std::string> keys;
+  std::string duplicate;
+  nlohmann::json parsed = nlohmann::json::parse(
+      object,
+      [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& value) {
+        if (depth == 1 && event == nlohmann::json::parse_event_t::key &&
+            !keys.insert(value.get<std::string>()).second && duplicate.empty()) {
+          duplicate = value.get<std::string>();
+        }
+        return true;
+      },
+      /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    return InvalidArgumentError(
+        fmt::format("--extra-body '{}' is not JSON object members; write them without braces, e.g. "
+                    "'\"top_k\":1,\"seed\":7'",
+                    Excerpt(text)));
+  }
+  if (!duplicate.empty()) {
+    return InvalidArgumentError(
+        fmt::format("--extra-body gives \"{}\" twice; keep one", Excerpt(duplicate)));
+  }
+  static constexpr std::pair<std::string_view, std::string_view> kOwned[] = {
+      {"model", "--model"},
+      {"prompt", "--input-tokens or --prompts"},
+      {"messages", "--api chat"},
+      {"input", "--input-tokens or --prompts"},
+      {"max_tokens", "--output-tokens"},
+      {"ignore_eos", "--no-ignore-eos"},
+      {"stream", "--no-stream"},
+      {"stream_options", "--no-stream"}};
+  std::string rest;
+  for (const auto& [key, value] : parsed.items()) {
+    for (const auto& [owned, flag] : kOwned) {
+      if (key == owned) {
+        return InvalidArgumentError(fmt::format(
+            "--extra-body sets \"{}\", which titan load writes itself: use {}", key, flag));
+      }
+    }
+    if (key == "temperature") {
+      if (!value.is_number() || !(value.get<double>() >= 0)) {
+        return InvalidArgumentError("--extra-body: \"temperature\" must be a number >= 0");
+      }
+      options->temperature = value.get<double>();
+      continue;
+    }
+    if (!rest.empty()) rest.push_back(',');
+    rest += nlohmann::json(key).dump() + ":" + value.dump();
+  }
+  options->extra_fields = std::move(rest);
+  return OkStatus();
 }
 
 std::string BuildRequestBody(const ApiOptions& options, std::string_view prompt,

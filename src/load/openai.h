@@ -35,6 +35,13 @@ struct ApiOptions {
   std::string extra_fields;  // raw JSON members appended to every body: "\"top_k\":1"
 };
 
+// Checks --extra-body (`text`: JSON object members without the braces, e.g. "\"top_k\":1") and
+// sets options->extra_fields to them: INVALID_ARGUMENT, naming the flag and what to do, when
+// they are not valid JSON members, give a key twice, or set a field titan load writes itself
+// (model, prompt, max_tokens, stream, ...: each has its flag). "temperature" sets
+// options->temperature (titan load writes 0 by default).
+Status SetExtraFields(std::string_view text, ApiOptions* options);
+
 // The request body for one request. `prompt` is used for completions and embeddings, and as the
 // single user message for chat when `messages` is empty.
 std::string BuildRequestBody(const ApiOptions& options, std::string_view prompt,

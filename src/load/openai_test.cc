@@ -36,6 +36,32 @@ TEST(OpenAiTest, BodiesAreValidJsonForEveryApi) {
   EXPECT_FALSE(chat.contains("stream"));
 }
 
+TEST(OpenAiTest, ExtraBodyIsCheckedBeforeTheRun) {
+  // '"a":}' was sent as is: every request got a 400 and the run exited 0.
+  ApiOptions options;
+  auto error = [&](std::string_view text) {
+    Status s = SetExtraFields(text, &options);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << text;
+    return std::string(s.message());
+  };
+  EXPECT_NE(error("\"a\":}").find("is not JSON object members"), std::string::npos);
+  EXPECT_NE(error("{\"a\":1}").find("without braces"), std::string::npos);
+  EXPECT_NE(error("\"a\":1,\"a\":2").find("gives \"a\" twice"), std::string::npos);
+  EXPECT_NE(error("\"max_tokens\":9").find("use --output-tokens"), std::string::npos);
+  EXPECT_NE(error("\"stream\":false").find("use --no-stream"), std::string::npos);
+  EXPECT_NE(error("\"temperature\":\"hot\"").find("temperature"), std::string::npos);
+  EXPECT_NE(error(std::string(200, '[')).find("deeper than"), std::string::npos);
+  ASSERT_TRUE(
+      SetExtraFields(" \"top_k\" : 1, \"temperature\":0.5, \"stop\":[\"x\"] ", &options).ok());
+  EXPECT_EQ(options.temperature, 0.5);
+  nlohmann::json body = nlohmann::json::parse(BuildRequestBody(options, "p", {}, 3));
+  EXPECT_EQ(body["top_k"], 1);
+  EXPECT_EQ(body["temperature"], 0.5);
+  EXPECT_EQ(body["stop"][0], "x");
+  ASSERT_TRUE(SetExtraFields("", &options).ok());
+  EXPECT_EQ(options.extra_fields, "");
+}
+
 TEST(OpenAiTest, ParsesChunksUsageAndTimings) {
   ResponseParser parser;
   ResponseInfo info;

@@ -267,5 +267,39 @@ TEST(StatsTest, GatesCountFailuresAndPercentilesAreNearestRank) {
   EXPECT_FALSE(Summarize(run, options).valid);
 }
 
+TEST(StatsTest, RequestsNeverSentOrNonePlannedMakeTheRunInvalid) {
+  RunRecords run;
+  run.elapsed_ns = kNsPerSecond;
+  for (int i = 0; i < 200; ++i) {
+    RequestRecord r;
+    r.planned_ns = i * kNsPerMs;
+    r.dispatched_ns = r.sent_ns = r.slot_ns = r.planned_ns;
+    r.first_token_ns = r.end_ns = r.planned_ns + kNsPerMs;
+    r.output_tokens = 1;
+    run.records.push_back(r);
+  }
+  SummaryOptions options;
+  options.lag_bound_ns = kNsPerSecond;
+  EXPECT_TRUE(Summarize(run, options).valid);
+  // 1% unsent passes; more does not, and the reason says how many.
+  for (int i = 0; i < 3; ++i) {
+    run.records[i].error = RequestError::kNotSent;
+    run.records[i].sent_ns = kNever;
+  }
+  Summary s = Summarize(run, options);
+  EXPECT_FALSE(s.valid);
+  ASSERT_EQ(s.invalid_reasons.size(), 1u);
+  EXPECT_NE(s.invalid_reasons[0].find("3 of the 200 planned requests were never sent"),
+            std::string::npos);
+  run.records[2].error = RequestError::kNone;
+  run.records[2].sent_ns = run.records[2].planned_ns;
+  EXPECT_TRUE(Summarize(run, options).valid);
+  run.records.clear();
+  s = Summarize(run, options);
+  EXPECT_FALSE(s.valid);
+  ASSERT_EQ(s.invalid_reasons.size(), 1u);
+  EXPECT_NE(s.invalid_reasons[0].find("no request was planned"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace titan::load

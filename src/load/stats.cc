@@ -268,6 +268,23 @@ Summary Summarize(const RunRecords& run, const SummaryOptions& options) {
         "cap)",
         run.max_waiting, run.max_concurrency));
   }
+  // Requests the client never sent did not load the server as planned: the run measured a
+  // lighter load than it claims (the probe saw 85% unsent and exit 0). 1% is let pass.
+  const uint64_t not_sent = s.errors_by_class[static_cast<size_t>(RequestError::kNotSent)];
+  if (not_sent * 100 > s.planned) {
+    s.valid = false;
+    s.invalid_reasons.push_back(fmt::format(
+        "{} of the {} planned requests were never sent before --duration and --drain ended: "
+        "the client or its --max-concurrency cap could not keep the schedule (lower the rate, "
+        "raise the cap or give --drain more time)",
+        not_sent, s.planned));
+  }
+  if (s.planned == 0 && !run.stopped_early) {
+    s.valid = false;
+    s.invalid_reasons.push_back(
+        "no request was planned: the arrival schedule has none within --duration (lengthen "
+        "--duration or raise --rate)");
+  }
   if (run.stopped_early) s.invalid_reasons.push_back("stopped early: the outcome was decided");
 
   // SLO.

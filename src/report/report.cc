@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
+#include <utility>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -26,6 +28,13 @@ std::string NowIso() {
 bool IsDirectory(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Device and inode: one file however it is named (./x, x, a link, a directory holding it).
+std::pair<dev_t, ino_t> FileIdentity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {0, 0};
+  return {st.st_dev, st.st_ino};
 }
 
 int DirectoryOrder(InputKind kind) {
@@ -69,6 +78,12 @@ Result<Written> WriteReportFromPaths(const std::vector<std::string>& paths, cons
                                      std::string title) {
   std::vector<Input> inputs;
   std::vector<std::string> skipped;
+  // A file named twice (x ./x, or x and its directory) is one section, not two.
+  std::set<std::pair<dev_t, ino_t>> seen;
+  auto first_time = [&seen](const std::string& path) {
+    const std::pair<dev_t, ino_t> id = FileIdentity(path);
+    return id == std::pair<dev_t, ino_t>{0, 0} || seen.insert(id).second;
+  };
   for (const std::string& path : paths) {
     if (IsDirectory(path)) {
       const size_t before = skipped.size();
@@ -83,8 +98,11 @@ Result<Written> WriteReportFromPaths(const std::vector<std::string>& paths, cons
       std::stable_sort(found.begin(), found.end(), [](const Input& a, const Input& b) {
         return DirectoryOrder(a.kind) < DirectoryOrder(b.kind);
       });
-      for (Input& in : found) inputs.push_back(std::move(in));
+      for (Input& in : found) {
+        if (first_time(in.path)) inputs.push_back(std::move(in));
+      }
     } else {
+      if (!first_time(path)) continue;
       TITAN_ASSIGN_OR_RETURN(Input in, ReadInput(path));
       inputs.push_back(std::move(in));
     }

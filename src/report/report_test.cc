@@ -1,5 +1,11 @@
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+
+#include <fmt/format.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,6 +13,7 @@
 #include "src/report/decimate.h"
 #include "src/report/input.h"
 #include "src/report/page.h"
+#include "src/report/report.h"
 #include "src/report/sections.h"
 
 namespace titan::report {
@@ -107,6 +114,22 @@ TEST(BuildReportTest, AMismatchedInputNamesTheFieldAndTheFile) {
   ASSERT_FALSE(report.ok());
   EXPECT_THAT(report.status().message(), HasSubstr("trace.json.ranks[0]"));
   EXPECT_THAT(report.status().message(), HasSubstr("\"total\" is missing"));
+}
+
+TEST(WriteReportTest, AFileNamedTwiceIsOneSection) {
+  // `titan report x x ./x` drew three identical sections; the directory holding it too.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / fmt::format("titan-report-dedupe-{}", getpid());
+  std::filesystem::create_directories(dir);
+  const std::string ledger = (dir / "sim.json").string();  // a section per sim result
+  std::ofstream(ledger) << R"({"ettr":{"mean":0.9,"p5":0.8,"p95":0.95},"analytic_ettr":0.9})";
+  const std::string out = (dir.parent_path() / fmt::format("dedupe-{}.html", getpid())).string();
+  Result<Written> written = WriteReportFromPaths(
+      {ledger, ledger, (dir / "." / "sim.json").string(), dir.string()}, out, "t");
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  EXPECT_EQ(written->sections, 1u);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(out);
 }
 
 TEST(RenderHtmlTest, InlinesEverythingAndEscapesTheData) {

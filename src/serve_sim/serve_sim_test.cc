@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -16,6 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
 
 #include "src/base/clock.h"
@@ -473,6 +475,39 @@ TEST(ServeSimTest, AClientThatDisconnectsFreesItsSeat) {
             std::string::npos);
   EXPECT_NE(metrics.body.find("titan_serve_sim_requests_aborted_total{model_name=\"titan-sim\"} 1"),
             std::string::npos);
+}
+
+TEST(ServeSimTest, ANonStreamedClientThatDisconnectsFreesItsSeat) {
+  // vLLM and llama-server cancel a non-streamed request whose client left; serve-sim kept
+  // generating all its tokens (a probe's fire-and-forget clients filled every seat).
+  ServeSimOptions options = Fast();
+  options.engine.itl_base_ns = 5 * kNsPerMs;  // 5000 tokens: 25 s
+  auto server = Start(options);
+  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+    const std::string body =
+        std::string(path).ends_with("chat/completions")
+            ? R"({"messages":[{"role":"user","content":"a"}],"max_tokens":5000})"
+            : R"({"prompt":"a","max_tokens":5000})";
+    asio::io_context io;
+    tcp::socket socket(io);
+    socket.connect({asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(server->port())});
+    const std::string request = fmt::format(
+        "POST {} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: {}\r\n\r\n{}",
+        path, body.size(), body);
+    asio::write(socket, asio::buffer(request));
+    for (int i = 0; i < 500 && server->engine_stats().running == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(server->engine_stats().running, 1) << path;
+    socket.close();
+    for (int i = 0; i < 500 && server->engine_stats().running != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(server->engine_stats().running, 0) << path;
+  }
+  EXPECT_EQ(server->engine_stats().aborted, 2u);
+  EXPECT_EQ(server->engine_stats().kv_used_blocks, 0);
 }
 
 TEST(ServeSimTest, ErrorRateOneFailsEveryRequestWith500) {

@@ -255,7 +255,10 @@ struct ServeSim::Impl {
   // with is to be sent (*body, *headers filled).
   int Admit(const SubmitRequest& request, const std::shared_ptr<Stream>& stream,
             asio::any_io_executor executor, std::string* body, http::Headers* headers);
-  asio::awaitable<bool> WaitDone(Stream& stream);
+  // Waits until the engine finished `stream`: true, or false when the client left first (the
+  // caller then drops the stream, which aborts its sequence, as vLLM and llama-server cancel
+  // a non-streamed request whose client disconnected).
+  asio::awaitable<bool> WaitDone(http::Exchange& ex, Stream& stream);
 };
 
 Stream::~Stream() {
@@ -523,11 +526,16 @@ int ServeSim::Impl::Admit(const SubmitRequest& request, const std::shared_ptr<St
   return 0;
 }
 
-asio::awaitable<bool> ServeSim::Impl::WaitDone(Stream& stream) {
+asio::awaitable<bool> ServeSim::Impl::WaitDone(http::Exchange& ex, Stream& stream) {
+  // Runs on this loop, so only while the wait below is suspended.
+  ex.OnClientGone([&stream] { stream.timer.cancel(); });
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mutex);
-      if (stream.done) co_return true;
+      if (stream.done || ex.client_gone()) {
+        ex.OnClientGone(nullptr);
+        co_return stream.done;
+      }
       stream.waiting = true;
     }
     stream.timer.expires_at(asio::steady_timer::time_point::max());
@@ -577,7 +585,7 @@ asio::awaitable<void> ServeSim::Impl::Generate(http::Exchange& ex, bool chat) {
   }
 
   if (!req.stream) {
-    co_await WaitDone(*stream);
+    if (!co_await WaitDone(ex, *stream)) co_return;
     std::string text;
     int64_t completion = 0;
     FinishReason finish = FinishReason::kLength;
@@ -656,7 +664,7 @@ asio::awaitable<void> ServeSim::Impl::Embeddings(http::Exchange& ex) {
     co_await ex.Respond(status, kJson, std::move(error), headers);
     co_return;
   }
-  co_await WaitDone(*stream);
+  if (!co_await WaitDone(ex, *stream)) co_return;
   const int64_t dim = req.dimensions.value_or(options.embedding_dim);
   std::string body = "{\"object\":\"list\",\"data\":[";
   std::vector<double> vector(static_cast<size_t>(dim));

@@ -262,11 +262,21 @@ void PrintVerdictsAcrossRanks(const AnalysisResult& r, FILE* out) {
 
 }  // namespace
 
+void PrintErrors(const std::vector<std::string>& errors, const char* prefix, size_t max_shown,
+                 FILE* out) {
+  const size_t shown = std::min(errors.size(), max_shown);
+  for (size_t i = 0; i < shown; ++i) std::fprintf(out, "%s%s\n", prefix, errors[i].c_str());
+  if (errors.size() > shown) {
+    std::fprintf(out, "%s... and %zu more like these (--json or --full lists every one)\n", prefix,
+                 errors.size() - shown);
+  }
+}
+
 void PrintTextReport(const AnalysisResult& r, const TextOptions& o, FILE* out) {
   double mb = static_cast<double>(r.input_bytes) / 1e6;
   std::fprintf(out, "titan trace: %zu rank(s), %lld step(s), %.1f MB of trace JSON in %.2f s\n",
                r.ranks.size(), static_cast<long long>(r.cross.steps), mb, r.seconds);
-  for (const std::string& e : r.errors) std::fprintf(out, "error: %s\n", e.c_str());
+  PrintErrors(r.errors, "error: ", o.full ? r.errors.size() : kTextErrors, out);
   for (const RankSummary& s : r.ranks) {
     for (const std::string& w : s.warnings) {
       std::fprintf(out, "warning: rank %d (%s): %s\n", s.rank, s.path.c_str(), w.c_str());

@@ -26,6 +26,12 @@ struct TextOptions {
 inline constexpr size_t kTextRankRows = 8;
 inline constexpr size_t kTextTopRows = 5;
 inline constexpr size_t kTextOutliers = 3;
+inline constexpr size_t kTextErrors = 10;
+
+// Prints each of `errors` as "<prefix><error>", at most `max_shown` of them, then one line
+// counting the rest (10,000 unreadable files printed 20,001 lines); the JSON report lists all.
+void PrintErrors(const std::vector<std::string>& errors, const char* prefix, size_t max_shown,
+                 FILE* out);
 
 void PrintTextReport(const AnalysisResult& result, const TextOptions& options, FILE* out);
 // The same text as a string.

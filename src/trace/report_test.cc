@@ -155,6 +155,19 @@ TEST(TextReport, FewRanksKeepPerRankTablesButSummariseSteps) {
   EXPECT_EQ(TextReport(one, {}), TextReport(one, {.full = true}));
 }
 
+TEST(TextReport, ManyUnreadableFilesAreCountedNotListed) {
+  // 10,000 empty files printed 20,001 lines.
+  AnalysisResult r;
+  for (int i = 0; i < 10'000; ++i)
+    r.errors.push_back(fmt::format("r{}.json: the file is empty", i));
+  const std::string text = TextReport(r, {});
+  EXPECT_LT(Lines(text), 20u) << text;
+  EXPECT_NE(text.find("error: r9.json: the file is empty"), std::string::npos);
+  EXPECT_EQ(text.find("error: r10.json"), std::string::npos);
+  EXPECT_NE(text.find("error: ... and 9990 more like these"), std::string::npos);
+  EXPECT_GT(Lines(TextReport(r, {.full = true})), 10'000u);
+}
+
 // A full disk while writing the CSVs was reported as success, leaving a truncated steps.csv
 // (issue 14 item 10). The child process runs with RLIMIT_FSIZE as its "disk": writes past 64 KiB
 // fail with EFBIG.

@@ -214,7 +214,7 @@ int TraceCommand(int argc, char** argv) {
     } else {
       result = trace::AnalyzeTraces(*files, options);
     }
-    for (const std::string& e : result.errors) std::fprintf(stderr, "titan trace: %s\n", e.c_str());
+    trace::PrintErrors(result.errors, "titan trace: ", trace::kTextErrors, stderr);
     const std::string result_json =
         json || !report_path.empty() ? trace::JsonReport(result, hta_compat) : "";
     if (json) {
