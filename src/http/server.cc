@@ -181,7 +181,7 @@ asio::awaitable<void> Connection::Run() {
     }
     request.body = std::move(message.body());
     Exchange exchange(this, std::move(request), MonoNowNs(), message.keep_alive());
-    auto watch = std::make_shared<Watch>(&exchange);
+    auto watch = std::make_shared<Watch>(Watch{&exchange});
     if (buffer_.size() == 0) WatchForDisconnect(watch);
     co_await server_->handler(exchange);
     watch->exchange = nullptr;
