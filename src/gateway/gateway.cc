@@ -50,6 +50,7 @@ constexpr size_t kMaxBufferedAnswer = 64 << 20;  // a whole (non-streamed) answe
 constexpr size_t kMaxPendingRelay = 8 << 20;     // bytes a slow client may fall behind
 constexpr int64_t kConnectTimeoutNs = 2 * kNsPerSecond;
 const http::Headers kNoHeaders;
+const http::Headers kRetryAfterOne = {{"Retry-After", "1"}};
 const std::string kNoId;
 
 std::chrono::steady_clock::time_point SteadyAt(int64_t mono_ns) {
@@ -145,6 +146,7 @@ struct UpstreamCall : http::ResponseObserver {
   std::string pending;
   bool discard = false;      // a retryable failure: do not relay
   bool client_gone = false;  // stop relaying, close upstream
+  bool drain_cut = false;    // the drain timeout ended it: close upstream, answer 503
   // The client the stream is relayed to, once its head went there (else null).
   http::Exchange* relaying_to = nullptr;
   // Over the bound: with relaying_to, the client fell kMaxPendingRelay behind its own stream
@@ -239,6 +241,11 @@ struct Gateway::Impl {
   std::unique_ptr<ReplicaLauncher> launcher;
   FILE* access_log = nullptr;
   bool draining = false, stopping = false;
+  // Upstream calls in progress (Forward's), which the drain timeout cuts short.
+  std::set<UpstreamCall*> calls;
+  // Handlers running: the drain waits for them, so that each answer is written before the
+  // server stops.
+  int handlers = 0;
   uint64_t next_id = 1;
   double mean_service_ns = 1e9;  // EWMA of seat time, for expected waits
   double chars_per_token = 0;    // calibrated; 0: config's
@@ -533,6 +540,7 @@ struct Gateway::Impl {
     bool client_gone = false;
     bool client_behind = false;  // cut off: the client read its stream too slowly (not a
                                  // failure of the replica, nor a client that left)
+    bool drain_cut = false;      // the gateway's drain timeout ended it (not the replica)
     int64_t sent_ns = 0, first_ns = 0;
     std::string error;
   };
@@ -557,6 +565,7 @@ struct Gateway::Impl {
         x->wake.Notify();
       });
     }
+    calls.insert(x.get());
     x->request = request;
     x->request.host = r.host_header;
     if (!x->request.target.starts_with(r.url.path))
@@ -648,6 +657,11 @@ struct Gateway::Impl {
           FormatBytes(kMaxPendingRelay), r.name);
     } else if (x->client_gone) {
       ++counters.client_gone;
+    } else if (x->drain_cut) {
+      answer.drain_cut = true;
+      answer.error =
+          "the gateway is shutting down and its drain timeout ended before the "
+          "replica's answer did; retry";
     } else if (!transport_ok) {
       answer.upstream_failed = true;
       answer.cut_off = x->head;
@@ -663,17 +677,20 @@ struct Gateway::Impl {
       answer.error = fmt::format("{} answered {}", r.name, x->status);
     }
     // The stream broke after bytes went to the client: end it with an error event.
-    if (!answer.client_gone && answer.upstream_failed && !answer.retry && client &&
-        client->streaming()) {
-      const std::string error = http::JsonError(
-          fmt::format("upstream failed mid-stream: {}", answer.error), "upstream_error", 502);
+    if (!answer.client_gone && (answer.upstream_failed || answer.drain_cut) && !answer.retry &&
+        client && client->streaming()) {
+      const std::string error =
+          answer.drain_cut
+              ? http::JsonError(answer.error, "service_unavailable", 503)
+              : http::JsonError(fmt::format("upstream failed mid-stream: {}", answer.error),
+                                "upstream_error", 502);
       std::string event = fmt::format("{}data: {}\n\n", at_event_end ? "" : "\n\n", error);
       const bool written = co_await client->Write(event);
       (void)written;
     }
     if (!answer.retry) answer.body = std::move(x->pending);
     // Account the request on the replica.
-    if (!answer.client_gone) {
+    if (!answer.client_gone && !answer.drain_cut) {
       // An answer over the gateway's bound is refused to its client (502) but is no failure of
       // the replica (a large embeddings batch): its health is not touched.
       const bool ok = !answer.upstream_failed || x->overflow;
@@ -700,6 +717,7 @@ struct Gateway::Impl {
       r.idle.push_back(std::move(x->connection));
     }
     if (client) client->OnClientGone(nullptr);
+    calls.erase(x.get());
     co_return answer;
   }
 
@@ -1002,6 +1020,12 @@ struct Gateway::Impl {
         c.status = a.status;
         if (a.upstream_failed) c.reason = "upstream";
         if (a.client_behind) c.reason = "client_too_slow";
+        if (a.drain_cut) c.reason = "drain_timeout";
+        co_return;
+      }
+      if (a.drain_cut) {
+        c.reason = "drain_timeout";
+        co_await RespondError(ex, c, 503, "service_unavailable", a.error, kRetryAfterOne);
         co_return;
       }
       if (!a.answered()) {
@@ -1179,6 +1203,10 @@ struct Gateway::Impl {
     Answer a = co_await Forward(*r, up, false, false, &ex, c.request_id);
     Release(r, 0);
     if (ex.responded() || a.client_gone) co_return;
+    if (a.drain_cut) {
+      co_await RespondError(ex, c, 503, "service_unavailable", a.error, kRetryAfterOne);
+      co_return;
+    }
     if (!a.answered()) {
       co_await RespondError(ex, c, 502, "upstream_error", a.error, kNoHeaders);
       co_return;
@@ -1199,6 +1227,15 @@ struct Gateway::Impl {
   }
 
   awaitable<void> Handle(http::Exchange& ex) {
+    ++handlers;
+    struct Count {
+      int& n;
+      ~Count() { --n; }
+    } count{handlers};
+    co_await Route(ex);
+  }
+
+  awaitable<void> Route(http::Exchange& ex) {
     const http::Request& req = ex.request();
     const std::string_view path = req.path();
     if ((path == "/healthz" || path == "/metrics" || path == "/admin/replicas") &&
@@ -1651,6 +1688,20 @@ int Gateway::Drain() {
     left = impl->OnLoop([impl] { return impl->counters.in_flight; });
     if (left == 0 || MonoNowNs() >= deadline) break;
     SleepUntilMonoNs(MonoNowNs() + 20 * kNsPerMs);
+  }
+  // What still runs is cut: each client gets a 503 (or an error event ending its stream), not
+  // a connection closed without an answer when the server stops.
+  impl->OnLoop([impl] {
+    for (UpstreamCall* x : impl->calls) {
+      x->drain_cut = true;
+      if (x->connection) x->connection->Close();
+      x->wake.Notify();
+    }
+    return 0;
+  });
+  const int64_t answered_by = MonoNowNs() + 2 * kNsPerSecond;
+  while (impl->OnLoop([impl] { return impl->handlers; }) > 0 && MonoNowNs() < answered_by) {
+    SleepUntilMonoNs(MonoNowNs() + 10 * kNsPerMs);
   }
   return static_cast<int>(left);
 }

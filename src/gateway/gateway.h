@@ -86,7 +86,8 @@ class Gateway {
   // (an error says so). Invalid configurations are refused and the running one is kept.
   Status Reload(GatewayConfig config);
   // Stops admitting (new requests get 503), waits up to drain_timeout for in-flight requests,
-  // and returns how many were still running.
+  // and returns how many were still running then. Those are cut: each gets a 503 (a stream: a
+  // final error event), and Drain returns once their answers are written (at most 2 s more).
   int Drain();
   // Stops everything: connections, background loops, supervised replicas. Idempotent.
   void Stop();

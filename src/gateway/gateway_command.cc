@@ -230,7 +230,10 @@ int GatewayCommand(int argc, char** argv) {
         FormatDuration(config->drain_timeout_ns));
     const int left = (*gateway)->Drain();
     if (left > 0)
-      Log(LogLevel::kWarning, "gateway", "{} requests still running at the deadline", left);
+      Log(LogLevel::kWarning, "gateway",
+          "{} requests still running at the drain deadline: each was answered 503 (a stream: "
+          "an error event)",
+          left);
     (*gateway)->Stop();
     return 0;
   }

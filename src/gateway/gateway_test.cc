@@ -666,5 +666,31 @@ TEST(GatewayDrainTest, DrainFinishesInFlightRequestsAndRefusesNewOnes) {
   EXPECT_EQ(CountEvents(streamed.body), 61);
 }
 
+// Requests still running at the drain deadline get an answer that says so: a 503, or an error
+// event that ends the stream; they got none (the connection closed when the server stopped).
+TEST(GatewayDrainTest, RequestsStillRunningAtTheDeadlineGetA503OrAnErrorEvent) {
+  auto a = StartReplica(20 * kNsPerMs);  // 5000 tokens: 100 s
+  GatewayConfig config = BaseConfig({a->port()});
+  config.drain_timeout_ns = 300 * kNsPerMs;
+  auto g = StartGateway(config);
+  ASSERT_NE(g, nullptr);
+  http::FetchedResponse whole, streamed;
+  std::thread c1([&] { whole = Post(g->port(), "/v1/completions", Completion(5000, false)); });
+  std::thread c2([&] { streamed = Post(g->port(), "/v1/completions", Completion(5000, true)); });
+  ASSERT_TRUE(WaitFor([&] { return a->engine_stats().running == 2; }));
+  EXPECT_EQ(g->Drain(), 2);
+  g->Stop();
+  c1.join();
+  c2.join();
+  EXPECT_EQ(whole.status, 503);
+  EXPECT_NE(whole.body.find("drain timeout"), std::string::npos) << whole.body;
+  EXPECT_EQ(http::FindHeader(whole.headers, "Retry-After"), "1");
+  EXPECT_EQ(streamed.status, 200);
+  EXPECT_NE(streamed.body.find("data: {\"error\""), std::string::npos) << streamed.body;
+  EXPECT_NE(streamed.body.find("drain timeout"), std::string::npos) << streamed.body;
+  // The replica was not blamed, and its work was cancelled.
+  EXPECT_TRUE(WaitFor([&] { return a->engine_stats().running == 0; }));
+}
+
 }  // namespace
 }  // namespace titan::gateway
