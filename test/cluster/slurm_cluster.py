@@ -75,9 +75,13 @@ class SlurmCluster:
     def __exit__(self, *exc):
         for name in reversed(list(self.procs)):
             proc = self.procs[name]
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait()
+            # The whole process group (each runs in its own session): runuser forks munged,
+            # which outlived a SIGKILL of runuser alone and was left behind after every run.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
         # Job steps (slurmstepd) outlive a killed slurmd; nothing of the cluster may outlive it
         # (the cluster is the only one on the machine: its ports are fixed).
         subprocess.run(["pkill", "-9", "slurmstepd"], check=False)
