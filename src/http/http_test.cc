@@ -301,13 +301,19 @@ TEST(HttpTest, SlowlorisConnectionIsClosedAndOthersAreServed) {
 TEST(HttpTest, AClientThatLeavesWhileItsHandlerWaitsIsReported) {
   auto server = StartServer({});
   const int before = clients_left.load();
-  const int fd = ConnectRaw(server->port());
-  ASSERT_GE(fd, 0);
+  // Many, each closing right after its request: the end of stream often arrives with the
+  // request, before the handler starts (a watch that only waited for the next epoll edge
+  // missed it).
+  constexpr int kClients = 20;
   const std::string request = "GET /linger HTTP/1.1\r\nHost: x\r\n\r\n";
-  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
-  close(fd);
-  for (int i = 0; i < 1000 && clients_left.load() == before; ++i) usleep(10'000);
-  EXPECT_EQ(clients_left.load(), before + 1);
+  for (int i = 0; i < kClients; ++i) {
+    const int fd = ConnectRaw(server->port());
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+    close(fd);
+  }
+  for (int i = 0; i < 1000 && clients_left.load() < before + kClients; ++i) usleep(10'000);
+  EXPECT_EQ(clients_left.load(), before + kClients);
 }
 
 TEST(HttpTest, APipelinedRequestIsNotTakenForAClientThatLeft) {

@@ -87,9 +87,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   struct Watch {
     Exchange* exchange = nullptr;
   };
-  // Waits for the socket to become readable while a handler runs: end of stream or an error
-  // means the client left (Exchange::ClientLeft); bytes mean a pipelined request (the watch
-  // ends and leaves them to be read).
+  // Watches the socket while a handler runs: end of stream or an error means the client left
+  // (Exchange::ClientLeft, at once when it left already); bytes mean a pipelined request (the
+  // watch ends and leaves them to be read).
   void WatchForDisconnect(std::shared_ptr<Watch> watch);
   template <typename Buffers>
   asio::awaitable<bool> WriteBuffers(const Buffers& buffers) {
@@ -202,20 +202,25 @@ asio::awaitable<void> Connection::Run() {
 }
 
 void Connection::WatchForDisconnect(std::shared_ptr<Watch> watch) {
+  // Look first, then wait: Asio's epoll is edge-triggered and a wait sees only the next edge,
+  // so an end of stream that arrived with the request (a client that sent and closed at once)
+  // would never be seen by a wait alone. Both run on this loop's thread, before its next
+  // epoll_wait: nothing arrives unseen between them.
+  char byte = 0;
+  const ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return;  // the next request's bytes: the client is there
+  if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+    watch->exchange->ClientLeft();  // end of stream, or reset
+    return;
+  }
   stream_.socket().async_wait(
       tcp::socket::wait_read, [self = shared_from_this(), watch](beast::error_code ec) {
         if (watch->exchange == nullptr || ec == asio::error::operation_aborted) return;
-        if (!ec) {
-          char byte = 0;
-          const ssize_t n =
-              ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-          if (n > 0) return;  // the next request's bytes: the client is there
-          if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-            self->WatchForDisconnect(watch);
-            return;
-          }
+        if (ec) {
+          watch->exchange->ClientLeft();
+          return;
         }
-        watch->exchange->ClientLeft();
+        self->WatchForDisconnect(watch);
       });
 }
 
