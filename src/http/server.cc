@@ -18,6 +18,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
@@ -35,6 +36,24 @@ using asio::ip::tcp;
 
 namespace {
 constexpr std::string_view kServerName = "titan";
+
+// A response head's bytes, as Beast's serializer writes them.
+std::string HeadBytes(bhttp::response<bhttp::empty_body>& head) {
+  std::string bytes;
+  bhttp::response_serializer<bhttp::empty_body> serializer(head);
+  serializer.split(true);
+  beast::error_code ec;
+  while (!ec && !serializer.is_header_done()) {
+    serializer.next(ec, [&](beast::error_code&, const auto& buffers) {
+      for (const auto buffer : beast::buffers_range_ref(buffers)) {
+        bytes.append(static_cast<const char*>(buffer.data()), buffer.size());
+      }
+      serializer.consume(beast::buffer_bytes(buffers));
+    });
+  }
+  TITAN_CHECK(!ec) << "serializing a response head: " << ec.message();
+  return bytes;
+}
 }  // namespace
 
 std::string JsonError(std::string_view message, std::string_view type, int code) {
@@ -91,12 +110,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // (Exchange::ClientLeft, at once when it left already); bytes mean a pipelined request (the
   // watch ends and leaves them to be read).
   void WatchForDisconnect(std::shared_ptr<Watch> watch);
+  // Writes `buffers` whole; false when the client is gone. Most writes fit in the socket's
+  // send buffer: they leave in one non-blocking send, with no timer armed and no trip through
+  // the event loop (an SSE relay makes one write per event). What does not fit is written
+  // asynchronously under the write timeout.
   template <typename Buffers>
   asio::awaitable<bool> WriteBuffers(const Buffers& buffers) {
     server_->writes.fetch_add(1, std::memory_order_relaxed);
+    beast::error_code ec;
+    const size_t sent = stream_.socket().write_some(buffers, ec);  // non-blocking: see Run
+    if (!ec && sent == asio::buffer_size(buffers)) co_return true;
+    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) co_return false;
+    beast::buffers_suffix<Buffers> rest(buffers);
+    rest.consume(sent);
     stream_.expires_after(std::chrono::nanoseconds(server_->options.write_timeout_ns));
-    auto [ec, n] = co_await asio::async_write(stream_, buffers, kNoThrow);
-    co_return !ec;
+    auto [write_ec, n] = co_await asio::async_write(stream_, rest, kNoThrow);
+    co_return !write_ec;
   }
 
  private:
@@ -131,6 +160,10 @@ asio::awaitable<void> Connection::RespondError(int status, std::string_view mess
 asio::awaitable<void> Connection::Run() {
   auto self = shared_from_this();
   const ServerOptions& options = server_->options;
+  // Synchronous operations (WriteBuffers' first try) return would_block instead of blocking;
+  // asynchronous ones are unaffected.
+  beast::error_code nonblocking_ec;
+  stream_.socket().non_blocking(true, nonblocking_ec);
   for (;;) {
     if (!co_await WaitForRequest()) break;
     bhttp::request_parser<bhttp::string_body> parser;
@@ -239,14 +272,15 @@ asio::awaitable<bool> Exchange::Respond(int status, std::string_view content_typ
                                         const Headers& extra) {
   TITAN_CHECK(state_ == State::kNone) << "Respond after a response";
   state_ = State::kDone;
-  bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status), 11};
-  res.set(bhttp::field::server, kServerName);
-  res.set(bhttp::field::content_type, content_type);
-  for (const Header& h : extra) res.set(h.name, h.value);
-  res.keep_alive(keep_alive_);
-  res.body() = std::move(body);
-  res.prepare_payload();
-  bool ok = co_await connection_->WriteMessage(res);
+  bhttp::response<bhttp::empty_body> head{static_cast<bhttp::status>(status), 11};
+  head.set(bhttp::field::server, kServerName);
+  head.set(bhttp::field::content_type, content_type);
+  for (const Header& h : extra) head.set(h.name, h.value);
+  head.keep_alive(keep_alive_);
+  head.content_length(body.size());
+  const std::string head_bytes = HeadBytes(head);
+  const std::array<asio::const_buffer, 2> pieces = {asio::buffer(head_bytes), asio::buffer(body)};
+  const bool ok = co_await connection_->WriteBuffers(pieces);
   if (!ok) client_gone_ = true;
   co_return ok;
 }
@@ -262,21 +296,7 @@ asio::awaitable<bool> Exchange::BeginStream(int status, std::string_view content
   for (const Header& h : extra) head.set(h.name, h.value);
   head.keep_alive(keep_alive_);
   head.chunked(true);
-  // The head's bytes, as Beast's serializer writes them.
-  std::string head_bytes;
-  bhttp::response_serializer<bhttp::empty_body> serializer(head);
-  serializer.split(true);
-  beast::error_code ec;
-  while (!ec && !serializer.is_header_done()) {
-    serializer.next(ec, [&](beast::error_code&, const auto& buffers) {
-      for (const auto buffer : beast::buffers_range_ref(buffers)) {
-        head_bytes.append(static_cast<const char*>(buffer.data()), buffer.size());
-      }
-      serializer.consume(beast::buffer_bytes(buffers));
-    });
-  }
-  TITAN_CHECK(!ec) << "serializing a response head: " << ec.message();
-  co_return co_await SendPieces(head_bytes, data, end);
+  co_return co_await SendPieces(HeadBytes(head), data, end);
 }
 
 void Exchange::Abort() {
