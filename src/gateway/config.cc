@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "src/base/clock.h"
 #include "src/base/duration.h"
 #include "src/base/env.h"
 #include "src/base/text.h"
@@ -287,7 +288,7 @@ Status ParseRouting(Section s, RoutingConfig* r) {
   }
   TITAN_RETURN_IF_ERROR(s.Integer("prefix_chars", &r->prefix_chars, 1, 1 << 20));
   TITAN_RETURN_IF_ERROR(s.Number("load_factor", &r->load_factor, 1, 100));
-  TITAN_RETURN_IF_ERROR(s.String("session_header", &r->session_header));
+  TITAN_RETURN_IF_ERROR(s.HeaderName("session_header", &r->session_header));
   return s.Check();
 }
 
@@ -295,6 +296,9 @@ Status ParseBatching(Section s, BatchingConfig* b) {
   TITAN_RETURN_IF_ERROR(s.Bool("enabled", &b->enabled));
   TITAN_RETURN_IF_ERROR(s.Integer("max_batch_size", &b->max_batch_size, 1, 4096));
   TITAN_RETURN_IF_ERROR(s.Duration("max_queue_delay", &b->max_queue_delay_ns, true));
+  if (b->max_queue_delay_ns > 10 * kNsPerSecond) {
+    return s.Error("max_queue_delay", "must be at most 10s: a request waits this long for a batch");
+  }
   YAML::Node preferred = s.Get("preferred_sizes");
   if (preferred && !preferred.IsNull()) {
     if (!preferred.IsSequence()) return s.Error("preferred_sizes", "must be a list of integers");
@@ -313,6 +317,10 @@ Status ParseBatching(Section s, BatchingConfig* b) {
 
 Status ParseHealth(Section s, HealthConfig* h) {
   TITAN_RETURN_IF_ERROR(s.String("path", &h->path));
+  if (!h->path.starts_with('/')) {
+    return s.Error("path",
+                   fmt::format("'{}' must start with '/' (e.g. /health)", Excerpt(h->path)));
+  }
   TITAN_RETURN_IF_ERROR(s.Duration("interval", &h->interval_ns));
   TITAN_RETURN_IF_ERROR(s.Duration("timeout", &h->timeout_ns));
   TITAN_RETURN_IF_ERROR(s.Integer("failures_to_eject", &h->failures_to_eject, 1, 1000));
@@ -411,6 +419,15 @@ Status ValidateConfig(const GatewayConfig& c) {
     if (!url.ok()) {
       return InvalidArgumentError(
           fmt::format("replicas[{}] (--replica): {}", i, url.status().message()));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      Result<http::Url> earlier = http::ParseUrl(c.replicas[j].url);
+      if (earlier.ok() && earlier->ToString() == url->ToString()) {
+        return InvalidArgumentError(fmt::format(
+            "replicas[{}] (--replica) {} is replicas[{}] again: one backend would count as two "
+            "(twice its in-flight limit)",
+            i, Excerpt(c.replicas[i].url), j));
+      }
     }
   }
   if (!c.launch.command.empty() && c.launch.command.find("{port}") == std::string::npos) {

@@ -1540,8 +1540,8 @@ struct Gateway::Impl {
     if (next.listen_address != config.listen_address || next.listen_port != config.listen_port) {
       return InvalidArgumentError(fmt::format(
           "listen cannot change on reload: the gateway serves {}:{}, the new configuration says "
-          "{}:{} (the default when neither the file nor --listen sets it); restart the gateway "
-          "to move it, or keep listen as it is",
+          "{}:{} (from the file or --listen; 127.0.0.1:8000 when neither sets it); restart the "
+          "gateway to move it, or keep listen as it is",
           config.listen_address, config.listen_port, next.listen_address, next.listen_port));
     }
     if (next.launch.command != config.launch.command ||

@@ -318,6 +318,9 @@ TEST(ConfigTest, HugeValuesAreRefusedAndNotEchoedWhole) {
               HasSubstr("admission.priority_header"));
   EXPECT_THAT(ParseError("admission:\n  tenant_header: 'x tenant'\n"),
               HasSubstr("is not an HTTP header name"));
+  EXPECT_THAT(ParseError("routing:\n  session_header: '\xc3\xa9'\n"),
+              HasSubstr("routing.session_header"));
+  EXPECT_THAT(ParseError("health:\n  path: no-slash\n"), HasSubstr("must start with '/'"));
 }
 
 TEST(ConfigTest, OutOfRangeNumbersNameTheKeyAndTheRange) {
@@ -403,6 +406,10 @@ TEST(ConfigTest, ValidateRefusesReplicaUrlsTheGatewayCannotUse) {
     Status s = ValidateConfig(c);
     EXPECT_THAT(std::string(s.message()), HasSubstr("replicas[0] (--replica): bad URL")) << url;
   }
+  // One backend twice counted as two replicas (twice its in-flight limit).
+  GatewayConfig twice;
+  twice.replicas = {{"http://127.0.0.1:9000", "default"}, {"http://127.0.0.1:9000/", "default"}};
+  EXPECT_THAT(std::string(ValidateConfig(twice).message()), HasSubstr("is replicas[0] again"));
 }
 
 TEST(ConfigTest, ValidateNeedsPortInLaunchCommand) {

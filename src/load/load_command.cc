@@ -422,9 +422,11 @@ Result<Outcome> RunOnce(const Flags& f, Setup setup, bool progress,
 
 int Fail(const Status& status) {
   fmt::print(stderr, "titan load: {}\n", status.message());
-  // A bad flag or a bad input file (malformed, or a value out of its range) is a usage error.
-  const bool usage =
-      status.code() == StatusCode::kInvalidArgument || status.code() == StatusCode::kOutOfRange;
+  // A bad flag or a bad input file (missing, malformed, or a value out of its range) is a
+  // usage error.
+  const bool usage = status.code() == StatusCode::kInvalidArgument ||
+                     status.code() == StatusCode::kOutOfRange ||
+                     status.code() == StatusCode::kNotFound;
   return usage ? kExitUsage : kExitError;
 }
 

@@ -294,6 +294,10 @@ TEST(StatsTest, RequestsNeverSentOrNonePlannedMakeTheRunInvalid) {
   run.records[2].error = RequestError::kNone;
   run.records[2].sent_ns = run.records[2].planned_ns;
   EXPECT_TRUE(Summarize(run, options).valid);
+  for (RequestRecord& r : run.records) r.error = RequestError::kConnect;
+  s = Summarize(run, options);
+  EXPECT_FALSE(s.valid);
+  EXPECT_NE(s.invalid_reasons.back().find("none of the 200 requests succeeded"), std::string::npos);
   run.records.clear();
   s = Summarize(run, options);
   EXPECT_FALSE(s.valid);

@@ -279,6 +279,13 @@ Summary Summarize(const RunRecords& run, const SummaryOptions& options) {
         "raise the cap or give --drain more time)",
         not_sent, s.planned));
   }
+  if (s.planned > 0 && s.completed_ok == 0) {
+    s.valid = false;
+    s.invalid_reasons.push_back(fmt::format(
+        "none of the {} requests succeeded, so nothing was measured (see the errors: is the "
+        "server at --url, and does it take this request?)",
+        s.planned));
+  }
   if (s.planned == 0 && !run.stopped_early) {
     s.valid = false;
     s.invalid_reasons.push_back(

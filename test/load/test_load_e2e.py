@@ -241,9 +241,11 @@ def test_a_client_that_cannot_keep_its_schedule_marks_the_run_invalid():
 
 def test_errors_are_classified_not_fatal():
     port = free_port()  # nothing listens here
+    # Nothing measured: the run is invalid (exit 4), with every error classified.
     result, stdout, _ = load(f"http://127.0.0.1:{port}", "--rate", "20", "--duration", "1s",
-                             "--scrape", "off", "--tokenize", "off")
+                             "--scrape", "off", "--tokenize", "off", expect=4)
     assert result["requests"]["ok"] == 0
+    assert not result["valid"] and any("none of the" in n for n in result["notes"]), result
     assert result["requests"]["errors"].get("connect", 0) == result["requests"]["planned"]
     assert "connect" in stdout
     with serve_sim("--fault", "error-rate=0.5") as (url, _):
