@@ -34,6 +34,9 @@ USAGE_ERRORS = [
     (["load", "--url", "http://127.0.0.1:9", "--users", "0"], "--users"),
     # Was sent as is: every request got a 400 and the run exited 0.
     (["load", "--url", "http://127.0.0.1:9", "--extra-body", '"a":}'], "--extra-body"),
+    # A missing input file exited 1 while a bad one exited 2.
+    (["load", "--url", "http://127.0.0.1:9", "--trace", "/nonexistent/t.jsonl"],
+     "/nonexistent/t.jsonl"),
     # Credentials were taken for a host ("cannot resolve", exit 1); a query was kept.
     (["gateway", "--replica", "http://u:p@127.0.0.1:9"], "user:password@"),
     (["gateway", "--replica", "http://127.0.0.1:9/?a=b"], "query or fragment"),
