@@ -60,8 +60,8 @@ struct EventReceiverOptions {
 
 // A snapshot of the counters (monotonic since Start()).
 struct EventReceiverStats {
-  uint64_t datagrams = 0;                                     // every datagram read, valid or not
-  uint64_t accepted = 0;                                      // handed to the callback
+  uint64_t datagrams = 0;  // every datagram handled, valid or not
+  uint64_t accepted = 0;   // handed to the callback
   std::array<uint64_t, wire::kRejectReasonCount> rejected{};  // indexed by RejectReason
   uint64_t oversized = 0;       // datagrams longer than 64 bytes (== rejected[kTooLong])
   uint64_t names_repaired = 0;  // accepted events whose name had bytes replaced by '?'
@@ -103,6 +103,8 @@ class EventReceiver {
   Status Bind();
   struct Batch;  // recvmmsg() buffers, owned by Run()
   void Run();
+  // Counts one datagram as handled, after its verdict's counters (see Stats).
+  void CountHandled();
   // Reads and handles datagrams until the socket's queue is empty.
   void Drain(Batch* batch);
   // One warning per receiver, for the first goodbye that reports dropped events.
