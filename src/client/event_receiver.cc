@@ -283,9 +283,9 @@ void EventReceiver::Drain(Batch* b) {
       event.received_ns = now_ns;
       if (event.name_repaired) names_repaired_.fetch_add(1, std::memory_order_relaxed);
       accepted_.fetch_add(1, std::memory_order_relaxed);
+      CountHandled();  // before the callback: whoever saw the event sees it counted
       if (event.kind == wire::EventKind::kGoodbye && event.value > 0) WarnSenderDrops(event);
       options_.on_event(event);
-      CountHandled();
     }
     if (n < kBatchSize) return;  // the queue is (very likely) empty; poll() will tell
   }
