@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -67,17 +68,27 @@ class Section {
   Section(const YAML::Node& node, std::string path, std::string_view source)
       : node_(node), path_(std::move(path)), source_(source) {}
 
-  Status Check() const {
-    if (!node_ || node_.IsNull()) return OkStatus();
-    if (!node_.IsMap()) return Error("", "must be a mapping of keys to values");
+  // A mapping's keys are each given once: yaml-cpp keeps both copies of a key and node_[key]
+  // reads the first, which a reader may not expect.
+  Status CheckNoKeyTwice() const {
+    if (!node_ || !node_.IsMap()) return OkStatus();
     std::set<std::string> seen;
     for (const auto& item : node_) {
       const std::string key = item.first.as<std::string>();
-      // yaml-cpp keeps both; node_[key] reads the first, which a reader may not expect.
       if (!seen.insert(key).second) {
         return Error(Excerpt(key),
                      fmt::format("is given twice (line {}); keep one", item.first.Mark().line + 1));
       }
+    }
+    return OkStatus();
+  }
+
+  Status Check() const {
+    if (!node_ || node_.IsNull()) return OkStatus();
+    if (!node_.IsMap()) return Error("", "must be a mapping of keys to values");
+    TITAN_RETURN_IF_ERROR(CheckNoKeyTwice());
+    for (const auto& item : node_) {
+      const std::string key = item.first.as<std::string>();
       if (!used_.count(key)) {
         std::string known;
         for (const std::string& k : used_) known += (known.empty() ? "" : ", ") + k;
@@ -235,15 +246,10 @@ Status ParseAdmission(Section s, AdmissionConfig* a) {
   YAML::Node tenants = s.Get("tenant_weights");
   if (tenants && !tenants.IsNull()) {
     if (!tenants.IsMap()) return s.Error("tenant_weights", "must map tenant names to weights");
+    TITAN_RETURN_IF_ERROR(Section(tenants, s.Name("tenant_weights"), s.source()).CheckNoKeyTwice());
     a->tenant_weights.clear();
-    std::set<std::string> seen;
     for (const auto& item : tenants) {
       TenantWeight w{item.first.as<std::string>(), 0};
-      if (!seen.insert(w.tenant).second) {
-        return s.Error(
-            "tenant_weights." + Excerpt(w.tenant),
-            fmt::format("is given twice (line {}); keep one", item.first.Mark().line + 1));
-      }
       if (!item.second.IsScalar() || !YAML::convert<double>::decode(item.second, w.weight) ||
           !(w.weight > 0) || w.weight > 1e6) {
         return s.Error("tenant_weights." + Excerpt(w.tenant), "must be a number in (0, 1e6]");
@@ -414,20 +420,19 @@ Status ValidateConfig(const GatewayConfig& c) {
         "no replicas: give --replica URL (repeatable), --launch 'CMD --port {port}', or "
         "replicas: in the config file");
   }
+  std::map<std::string, size_t> backends;  // normalised URL -> first index
   for (size_t i = 0; i < c.replicas.size(); ++i) {
     Result<http::Url> url = http::ParseUrl(c.replicas[i].url);
     if (!url.ok()) {
       return InvalidArgumentError(
           fmt::format("replicas[{}] (--replica): {}", i, url.status().message()));
     }
-    for (size_t j = 0; j < i; ++j) {
-      Result<http::Url> earlier = http::ParseUrl(c.replicas[j].url);
-      if (earlier.ok() && earlier->ToString() == url->ToString()) {
-        return InvalidArgumentError(fmt::format(
-            "replicas[{}] (--replica) {} is replicas[{}] again: one backend would count as two "
-            "(twice its in-flight limit)",
-            i, Excerpt(c.replicas[i].url), j));
-      }
+    const auto [first, added] = backends.emplace(url->ToString(), i);
+    if (!added) {
+      return InvalidArgumentError(fmt::format(
+          "replicas[{}] (--replica) {} is replicas[{}] again: one backend would count as two "
+          "(twice its in-flight limit)",
+          i, Excerpt(c.replicas[i].url), first->second));
     }
   }
   if (!c.launch.command.empty() && c.launch.command.find("{port}") == std::string::npos) {

@@ -54,6 +54,18 @@ std::string HeadBytes(bhttp::response<bhttp::empty_body>& head) {
   TITAN_CHECK(!ec) << "serializing a response head: " << ec.message();
   return bytes;
 }
+
+// The head of a whole (Content-Length) response.
+std::string WholeResponseHead(int status, std::string_view content_type, const Headers& extra,
+                              bool keep_alive, size_t body_bytes) {
+  bhttp::response<bhttp::empty_body> head{static_cast<bhttp::status>(status), 11};
+  head.set(bhttp::field::server, kServerName);
+  head.set(bhttp::field::content_type, content_type);
+  for (const Header& h : extra) head.set(h.name, h.value);
+  head.keep_alive(keep_alive);
+  head.content_length(body_bytes);
+  return HeadBytes(head);
+}
 }  // namespace
 
 std::string JsonError(std::string_view message, std::string_view type, int code) {
@@ -93,13 +105,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   asio::any_io_executor executor() { return stream_.get_executor(); }
 
-  template <typename Message>
-  asio::awaitable<bool> WriteMessage(Message& message) {
-    server_->writes.fetch_add(1, std::memory_order_relaxed);
-    stream_.expires_after(std::chrono::nanoseconds(server_->options.write_timeout_ns));
-    auto [ec, n] = co_await bhttp::async_write(stream_, message, kNoThrow);
-    co_return !ec;
-  }
   // Fails the read or write in progress (operation_aborted); Run then closes the connection.
   void Cancel() { stream_.cancel(); }
   // Which exchange a disconnect watch reports to; null once its handler ended.
@@ -148,13 +153,10 @@ asio::awaitable<bool> Connection::WaitForRequest() {
 }
 
 asio::awaitable<void> Connection::RespondError(int status, std::string_view message) {
-  bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status), 11};
-  res.set(bhttp::field::server, kServerName);
-  res.set(bhttp::field::content_type, "application/json");
-  res.keep_alive(false);
-  res.body() = JsonError(message, "invalid_request_error", status);
-  res.prepare_payload();
-  co_await WriteMessage(res);
+  const std::string body = JsonError(message, "invalid_request_error", status);
+  const std::string head = WholeResponseHead(status, "application/json", {}, false, body.size());
+  const std::array<asio::const_buffer, 2> pieces = {asio::buffer(head), asio::buffer(body)};
+  co_await WriteBuffers(pieces);
 }
 
 asio::awaitable<void> Connection::Run() {
@@ -272,13 +274,8 @@ asio::awaitable<bool> Exchange::Respond(int status, std::string_view content_typ
                                         const Headers& extra) {
   TITAN_CHECK(state_ == State::kNone) << "Respond after a response";
   state_ = State::kDone;
-  bhttp::response<bhttp::empty_body> head{static_cast<bhttp::status>(status), 11};
-  head.set(bhttp::field::server, kServerName);
-  head.set(bhttp::field::content_type, content_type);
-  for (const Header& h : extra) head.set(h.name, h.value);
-  head.keep_alive(keep_alive_);
-  head.content_length(body.size());
-  const std::string head_bytes = HeadBytes(head);
+  const std::string head_bytes =
+      WholeResponseHead(status, content_type, extra, keep_alive_, body.size());
   const std::array<asio::const_buffer, 2> pieces = {asio::buffer(head_bytes), asio::buffer(body)};
   const bool ok = co_await connection_->WriteBuffers(pieces);
   if (!ok) client_gone_ = true;
