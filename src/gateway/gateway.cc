@@ -130,6 +130,12 @@ struct Ticket {
   bool client_gone = false;  // the client left while it waited: no answer, no seat
 };
 
+// Server-sent events end with a blank line; bytes relayed so far that do not (a chunk ended
+// mid-event) need one before the gateway appends an event of its own, or the two would merge.
+bool EndsAnEvent(std::string_view relayed) {
+  return relayed.ends_with("\n\n") || relayed.ends_with("\r\n\r\n");
+}
+
 // What the upstream said, shared between the sending coroutine and the relaying one.
 struct UpstreamCall : http::ResponseObserver {
   explicit UpstreamCall(asio::any_io_executor executor, bool stream)
@@ -155,6 +161,8 @@ struct UpstreamCall : http::ResponseObserver {
   bool overflow = false;
   bool client_behind = false;
   bool done = false;
+  // The bytes relayed to the client end with a whole event (see EndsAnEvent).
+  bool at_event_end = true;
   http::ClientResult result;
 
   void OnHead(int s, const http::Headers& h, int64_t now_ns) override {
@@ -180,8 +188,33 @@ struct UpstreamCall : http::ResponseObserver {
     pending.append(data);
     return true;
   }
-  // The relay wakes when the reader has drained what arrived (and when the call ends).
-  void OnWaiting() override { wake.Notify(); }
+  // The reader has drained what arrived. A stream whose head went to its client gets those
+  // bytes sent from here when its socket takes them at once (the common case: one send per
+  // read, as nginx does, and no wake-up of the relay); else the relay wakes and writes them.
+  void OnWaiting() override {
+    if (relaying_to == nullptr || client_gone || !relaying_to->streaming()) {
+      wake.Notify();
+      return;
+    }
+    if (pending.empty()) return;
+    switch (relaying_to->TryWrite(pending)) {
+      case http::Exchange::TryWriteResult::kSent:
+        at_event_end = EndsAnEvent(pending);
+        pending.clear();
+        return;
+      case http::Exchange::TryWriteResult::kQueued:  // the relay sends the rest
+        at_event_end = EndsAnEvent(pending);
+        pending.clear();
+        break;
+      case http::Exchange::TryWriteResult::kBusy:  // the relay writes `pending`
+        break;
+      case http::Exchange::TryWriteResult::kGone:
+        client_gone = true;
+        connection->Close();
+        break;
+    }
+    wake.Notify();
+  }
 };
 
 awaitable<void> SendUpstream(std::shared_ptr<UpstreamCall> x, int64_t deadline_ns,
@@ -210,12 +243,6 @@ size_t ClientConnectionCap(size_t configured) {
 // "upstream failed" event): the relay may end the stream with its last bytes.
 bool EndsCleanly(const UpstreamCall& x) {
   return x.done && x.result.ok() && !x.overflow && !x.client_behind && !RetryableStatus(x.status);
-}
-
-// Server-sent events end with a blank line; bytes relayed so far that do not (a chunk ended
-// mid-event) need one before the gateway appends an event of its own, or the two would merge.
-bool EndsAnEvent(std::string_view relayed) {
-  return relayed.ends_with("\n\n") || relayed.ends_with("\r\n\r\n");
 }
 
 std::string BearerKey(std::string_view authorization) {
@@ -571,7 +598,6 @@ struct Gateway::Impl {
     if (!x->request.target.starts_with(r.url.path))
       x->request.target = r.url.path + x->request.target;
     bool fresh = false;
-    bool at_event_end = true;  // the bytes relayed to the client end with a whole event
     for (int attempt = 0; attempt < 2; ++attempt) {
       x->done = false;
       x->result = {};
@@ -608,7 +634,7 @@ struct Gateway::Impl {
             // The head leaves with whatever body arrived beside it (one write, not two).
             const std::string first = std::move(x->pending);
             x->pending.clear();
-            if (!first.empty()) at_event_end = EndsAnEvent(first);
+            if (!first.empty()) x->at_event_end = EndsAnEvent(first);
             if (!co_await client->BeginStream(x->status, content_type, extra, first,
                                               EndsCleanly(*x))) {
               x->client_gone = true;
@@ -617,10 +643,10 @@ struct Gateway::Impl {
             continue;
           }
         }
-        if (forwarding && !x->client_gone && !x->pending.empty()) {
+        if (forwarding && !x->client_gone && (!x->pending.empty() || client->unsent())) {
           std::string chunk = std::move(x->pending);
           x->pending.clear();
-          at_event_end = EndsAnEvent(chunk);
+          if (!chunk.empty()) x->at_event_end = EndsAnEvent(chunk);
           // The answer's last bytes and the stream's end leave in one write.
           if (!co_await client->Write(chunk, EndsCleanly(*x))) {
             x->client_gone = true;
@@ -684,7 +710,7 @@ struct Gateway::Impl {
               ? http::JsonError(answer.error, "service_unavailable", 503)
               : http::JsonError(fmt::format("upstream failed mid-stream: {}", answer.error),
                                 "upstream_error", 502);
-      std::string event = fmt::format("{}data: {}\n\n", at_event_end ? "" : "\n\n", error);
+      std::string event = fmt::format("{}data: {}\n\n", x->at_event_end ? "" : "\n\n", error);
       const bool written = co_await client->Write(event);
       (void)written;
     }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +20,7 @@
 
 #include "src/base/clock.h"
 #include "src/gateway/gateway.h"
+#include "src/http/chunked_for_tests.h"
 #include "src/http/client.h"
 #include "src/serve_sim/server.h"
 
@@ -273,6 +275,80 @@ TEST(GatewayProxyTest, AReplicaAnsweringGarbageOrACutOffBodyGetsAClear502AndIsCo
   }
 }
 
+// Sends a streamed completion request on a new raw connection whose receive buffer is small
+// (64 KiB: what the kernel buffers for it stays far below the relay's 8 MiB bound) and reads
+// nothing: the connection's descriptor, or -1.
+int SendStreamedCompletion(int port) {
+  const int client = socket(AF_INET, SOCK_STREAM, 0);
+  const int small = 64 << 10;
+  setsockopt(client, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(client);
+    return -1;
+  }
+  const std::string body = Completion(3, true);
+  const std::string request =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  if (send(client, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
+    close(client);
+    return -1;
+  }
+  return client;
+}
+
+// A replica's whole answer: `events` as a text/event-stream body with a Content-Length.
+std::string EventStreamAnswer(const std::string& events) {
+  return "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " +
+         std::to_string(events.size()) + "\r\n\r\n" + events;
+}
+
+GatewayConfig NoRetries(GatewayConfig config) {
+  config.retries = 0;
+  return config;
+}
+
+// Everything `fd` delivers until the peer closes; closes `fd`.
+std::string ReadToEnd(int fd) {
+  std::string received;
+  char buffer[1 << 16];
+  for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) {
+    received.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return received;
+}
+
+// A large stream to a client that reads late and slowly but stays within the relay's bound
+// arrives whole and in order: bytes the client's socket took only part of (the relay sends
+// from the upstream reader when the socket takes them at once) go out before later ones.
+TEST(GatewayProxyTest, AStreamToAClientThatReadsLateArrivesWholeAndInOrder) {
+  std::string events;
+  for (int i = 0; events.size() < (4u << 20); ++i) {
+    events += fmt::format("data: {{\"choices\":[{{\"text\":\"{} {}\",\"index\":0}}]}}\n\n", i,
+                          std::string(static_cast<size_t>(i % 997), 'x'));
+  }
+  ScriptedReplica fast(EventStreamAnswer(events));
+  auto g = StartGateway(NoRetries(BaseConfig({fast.port()})));
+  ASSERT_NE(g, nullptr);
+  const int client = SendStreamedCompletion(g->port());
+  ASSERT_GE(client, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the relay fills the socket
+  const std::string received = ReadToEnd(client);
+  EXPECT_TRUE(received.starts_with("HTTP/1.1 200")) << received.substr(0, 200);
+  const std::optional<std::string> body = http::DecodeChunkedForTests(received);
+  ASSERT_TRUE(body.has_value()) << "the chunked body was cut off or malformed";
+  EXPECT_EQ(body->size(), events.size());
+  EXPECT_TRUE(*body == events) << "the relayed stream differs from the replica's";
+  EXPECT_EQ(g->Counters().client_behind, 0u);
+}
+
 // A client that stops reading its stream while the replica keeps sending: once it is more than
 // the relay bound behind, it is cut off (its chunked body never ends, so it cannot mistake
 // what it got for the whole answer). That is the client's doing: the replica stays ready and no
@@ -282,37 +358,16 @@ TEST(GatewayProxyTest, AClientThatReadsTooSlowlyIsCutOffWithoutBlamingTheReplica
   const std::string event =
       "data: {\"choices\":[{\"text\":\"" + std::string(1000, 'x') + "\",\"index\":0}]}\n\n";
   while (events.size() < (40u << 20)) events += event;
-  ScriptedReplica fast("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " +
-                       std::to_string(events.size()) + "\r\n\r\n" + events);
-  GatewayConfig config = BaseConfig({fast.port()});
-  config.retries = 0;
-  auto g = StartGateway(config);
+  ScriptedReplica fast(EventStreamAnswer(events));
+  auto g = StartGateway(NoRetries(BaseConfig({fast.port()})));
   ASSERT_NE(g, nullptr);
 
-  const int client = socket(AF_INET, SOCK_STREAM, 0);
-  const int small = 64 << 10;  // keep what the kernel buffers for this client far below 8 MiB
-  setsockopt(client, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(g->port()));
-  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  const std::string body = Completion(3, true);
-  const std::string request =
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-      "application/json\r\nConnection: close\r\nContent-Length: " +
-      std::to_string(body.size()) + "\r\n\r\n" + body;
-  ASSERT_EQ(send(client, request.data(), request.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(request.size()));
+  const int client = SendStreamedCompletion(g->port());
+  ASSERT_GE(client, 0);
   // Reads nothing until the gateway has given up on it.
   EXPECT_TRUE(WaitFor([&] { return g->Counters().client_behind == 1; }))
       << "client_behind " << g->Counters().client_behind;
-  std::string received;
-  char buffer[1 << 16];
-  for (ssize_t n; (n = read(client, buffer, sizeof(buffer))) > 0;) {
-    received.append(buffer, static_cast<size_t>(n));
-  }
-  close(client);
+  const std::string received = ReadToEnd(client);
   EXPECT_TRUE(received.starts_with("HTTP/1.1 200")) << received.substr(0, 200);
   EXPECT_LT(received.size(), events.size());
   EXPECT_FALSE(received.ends_with("\r\n0\r\n\r\n"))

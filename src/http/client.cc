@@ -8,6 +8,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
@@ -145,7 +146,51 @@ struct ClientConnection::State {
   beast::flat_buffer buffer;
   bool open = false;
   char piece[kReadPiece];
+  asio::steady_timer body_timer{stream.get_executor()};  // see BodyWatch
 };
+
+namespace {
+// The time limits on reading a response body, kept by one lazy timer per Send instead of a
+// timer armed and cancelled around every read (a trip through the timer queue per read, and a
+// timerfd_settime whenever it became the earliest timer: per SSE event on a relay). The timer
+// fires at the earliest moment the body could be late, and re-arms if it is not (nginx keeps
+// its read timers the same way). Shared by Send and the timer's handler; Send sets `active`
+// false when it ends, after which the handler touches nothing.
+struct BodyWatch {
+  int64_t deadline_ns = 0;       // the whole answer's (monotonic)
+  int64_t idle_ns = 0;           // > 0: at most this long between reads once the body began
+  int64_t waiting_since_ns = 0;  // > 0: when the current read began, the body having begun
+  bool active = true;
+  bool expired = false, idle_expired = false;
+
+  // When the body is late, as known now.
+  int64_t LateAt() const {
+    if (idle_ns > 0 && waiting_since_ns > 0)
+      return std::min(deadline_ns, waiting_since_ns + idle_ns);
+    return deadline_ns;
+  }
+};
+
+void WatchBody(ClientConnection::State& s, const std::shared_ptr<BodyWatch>& watch) {
+  // Before the body begins, look again every idle period: it may begin at any moment.
+  const int64_t now = MonoNowNs();
+  int64_t at = watch->LateAt();
+  if (watch->idle_ns > 0 && watch->waiting_since_ns == 0) at = std::min(at, now + watch->idle_ns);
+  s.body_timer.expires_at(ToSteady(at));
+  s.body_timer.async_wait([&s, watch](const beast::error_code& ec) {
+    if (ec || !watch->active) return;  // cancelled, or Send ended (then `s` may be gone)
+    const int64_t late_at = watch->LateAt();
+    if (MonoNowNs() < late_at) {
+      WatchBody(s, watch);
+      return;
+    }
+    watch->expired = true;
+    watch->idle_expired = late_at < watch->deadline_ns;
+    beast::error_code ignored;
+    s.stream.socket().cancel(ignored);  // the read in progress ends (operation_aborted)
+  });
+}
+}  // namespace
 
 ClientConnection::ClientConnection(asio::any_io_executor executor)
     : state_(std::make_unique<State>(std::move(executor))) {}
@@ -230,6 +275,18 @@ asio::awaitable<ClientResult> ClientConnection::Send(const OutgoingRequest& requ
   // moment, so a relay can send what one read brought as one write.
   parser.eager(true);
   bool body_begun = false;
+  auto watch = std::make_shared<BodyWatch>();
+  watch->deadline_ns = deadline_mono_ns;
+  watch->idle_ns = body_idle_timeout_ns;
+  struct EndWatch {
+    ~EndWatch() {
+      watch->active = false;
+      s->body_timer.cancel();
+    }
+    BodyWatch* watch;
+    State* s;
+  } end_watch{watch.get(), &s};
+  bool watching = false;
   while (!parser.is_done()) {
     parser.get().body().data = s.piece;
     parser.get().body().size = sizeof s.piece;
@@ -253,19 +310,20 @@ asio::awaitable<ClientResult> ClientConnection::Send(const OutgoingRequest& requ
                                  kMaxBodyElement));
     }
     observer.OnWaiting();
-    const int64_t idle_end_ns =
-        body_begun && body_idle_timeout_ns > 0 ? MonoNowNs() + body_idle_timeout_ns : 0;
-    if (idle_end_ns > 0 && idle_end_ns < deadline_mono_ns) {
-      s.stream.expires_at(ToSteady(idle_end_ns));
-    } else {
-      s.stream.expires_at(ToSteady(deadline_mono_ns));
+    if (body_begun && body_idle_timeout_ns > 0) watch->waiting_since_ns = MonoNowNs();
+    if (!watching) {
+      watching = true;
+      WatchBody(s, watch);
     }
-    auto [read_ec, n] = co_await s.stream.async_read_some(s.buffer.prepare(kReadPiece), kNoThrow);
+    auto [read_ec, n] =
+        co_await s.stream.socket().async_read_some(s.buffer.prepare(kReadPiece), kNoThrow);
     s.buffer.commit(n);
-    if (read_ec == beast::error::timeout && idle_end_ns > 0 && idle_end_ns < deadline_mono_ns) {
+    if (watch->expired) {
       co_return fail(ClientError::kTimeout,
-                     fmt::format("reading the response body: no byte for {} after the last",
-                                 FormatDuration(body_idle_timeout_ns)));
+                     watch->idle_expired
+                         ? fmt::format("reading the response body: no byte for {} after the last",
+                                       FormatDuration(body_idle_timeout_ns))
+                         : std::string("reading the response body: the deadline passed"));
     }
     if (read_ec == asio::error::eof) {
       parser.put_eof(ec);  // ends a body delimited by the close; else partial_message

@@ -99,8 +99,9 @@ class ClientConnection {
   // Closes the socket; a Send in progress ends with an error.
   void Close();
 
+  struct State;  // defined in client.cc, which alone uses it
+
  private:
-  struct State;
   std::unique_ptr<State> state_;
 };
 

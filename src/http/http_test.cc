@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +20,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include "src/base/clock.h"
+#include "src/http/chunked_for_tests.h"
 #include "src/http/client.h"
 #include "src/http/server.h"
 
@@ -33,6 +36,13 @@ using asio::ip::tcp;
 std::atomic<int> pieces_received{0};
 // Clients /linger saw leave (OnClientGone).
 std::atomic<int> clients_left{0};
+
+// /try-write's chunks, and what TryWrite returned for each (then once more).
+std::string TryWriteChunk(int i) { return std::string(64 << 10, static_cast<char>('a' + i % 26)); }
+// Written by the server's thread, read by the test's once the answer ended: under a mutex
+// (the socket orders them, but no tool can see that).
+std::mutex try_write_mutex;
+std::vector<Exchange::TryWriteResult> try_write_results;
 
 struct Collect : ResponseObserver {
   int status = 0;
@@ -83,6 +93,28 @@ asio::awaitable<void> TestHandler(Exchange& ex) {
       co_return;
     }
     co_await ex.Respond(200, "text/plain", "here");
+  } else if (r.path() == "/drip") {  // 8 events, 100 ms apart
+    co_await ex.BeginStream(200, "text/event-stream");
+    for (int i = 0; i < 8; ++i) {
+      asio::steady_timer t(ex.executor(), std::chrono::milliseconds(100));
+      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+      if (!co_await ex.Write("data: " + std::to_string(i) + "\n\n")) co_return;
+    }
+  } else if (r.path() == "/try-write") {
+    // TryWrite until the client's socket stops taking chunks (it does not read yet), once
+    // more, then a Write that ends the stream. The results go to try_write_results.
+    co_await ex.BeginStream(200, "application/octet-stream");
+    for (int i = 0; i < 400; ++i) {
+      Exchange::TryWriteResult result = ex.TryWrite(TryWriteChunk(i));
+      std::lock_guard lock(try_write_mutex);
+      try_write_results.push_back(result);
+      if (result != Exchange::TryWriteResult::kSent) break;
+    }
+    {
+      std::lock_guard lock(try_write_mutex);
+      try_write_results.push_back(ex.TryWrite("never sent"));
+    }
+    co_await ex.Write("tail", /*end=*/true);
   } else if (r.path() == "/silent") {
     co_return;  // no response: the server sends 500
   } else {
@@ -424,6 +456,67 @@ TEST(HttpTest, StopEndsOpenStreams) {
   });
   stopper.join();
   EXPECT_EQ(error, ClientError::kClosed);
+}
+
+// A body whose pieces keep coming is not cut by an idle timeout shorter than its whole length,
+// but the deadline still ends it (the client keeps both with one timer per request).
+TEST(HttpTest, ABodyReadIsBoundByTheIdleTimeoutAndTheDeadline) {
+  auto server = StartServer();
+  auto results = RunClient([&](asio::any_io_executor ex) -> asio::awaitable<std::vector<Collect>> {
+    std::vector<Collect> out;
+    ClientConnection c(ex);
+    co_await c.Connect(Local(server->port()), kNsPerSecond);
+    OutgoingRequest req{"GET", "/drip", "x", {}, ""};
+    Collect steady;  // 800 ms of events 100 ms apart, 250 ms idle allowed: complete
+    ClientResult r = co_await c.Send(req, steady, In(5000), 250 * kNsPerMs);
+    EXPECT_TRUE(r.ok()) << r.message;
+    out.push_back(steady);
+    Collect late;  // the deadline ends it mid-body
+    co_await c.Connect(Local(server->port()), kNsPerSecond);
+    r = co_await c.Send(req, late, In(450), 250 * kNsPerMs);
+    EXPECT_EQ(r.error, ClientError::kTimeout);
+    EXPECT_NE(r.message.find("deadline"), std::string::npos) << r.message;
+    EXPECT_FALSE(c.is_open());
+    out.push_back(late);
+    co_return out;
+  });
+  EXPECT_EQ(results[0].body.size(), 8u * 9u);
+  EXPECT_GE(results[1].pieces, 2);  // the body had begun
+  EXPECT_LT(results[1].pieces, 8);
+}
+
+// What TryWrite takes is sent, in order, whole: a chunk the socket took only part of goes out
+// before the next write's bytes.
+TEST(HttpTest, TryWriteKeepsWhatTheSocketDidNotTakeAndSendsItFirst) {
+  {
+    std::lock_guard lock(try_write_mutex);
+    try_write_results.clear();
+  }
+  auto server = StartServer();
+  const int fd = ConnectRaw(server->port());
+  ASSERT_GE(fd, 0);
+  const std::string request = "GET /try-write HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server fills the socket
+  std::string raw;
+  char buf[1 << 16];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) raw.append(buf, n);
+  close(fd);
+  std::lock_guard lock(try_write_mutex);
+  ASSERT_GE(try_write_results.size(), 3u);
+  const size_t taken = try_write_results.size() - 1;  // chunks TryWrite accepted
+  for (size_t i = 0; i + 1 < taken; ++i) {
+    EXPECT_EQ(try_write_results[i], Exchange::TryWriteResult::kSent) << i;
+  }
+  EXPECT_EQ(try_write_results[taken - 1], Exchange::TryWriteResult::kQueued);
+  EXPECT_EQ(try_write_results[taken], Exchange::TryWriteResult::kBusy);
+  const std::optional<std::string> body = DecodeChunkedForTests(raw);
+  ASSERT_TRUE(body.has_value()) << "the chunked body was cut off or malformed";
+  std::string expected;
+  for (size_t i = 0; i < taken; ++i) expected += TryWriteChunk(static_cast<int>(i));
+  expected += "tail";
+  EXPECT_EQ(body->size(), expected.size());
+  EXPECT_TRUE(*body == expected);
 }
 
 TEST(HttpTest, ParsesUrls) {

@@ -121,17 +121,30 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // asynchronously under the write timeout.
   template <typename Buffers>
   asio::awaitable<bool> WriteBuffers(const Buffers& buffers) {
-    server_->writes.fetch_add(1, std::memory_order_relaxed);
     beast::error_code ec;
-    const size_t sent = stream_.socket().write_some(buffers, ec);  // non-blocking: see Run
+    const size_t sent = SendNow(buffers, ec);
     if (!ec && sent == asio::buffer_size(buffers)) co_return true;
-    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) co_return false;
+    if (ec && !WouldBlock(ec)) co_return false;
     beast::buffers_suffix<Buffers> rest(buffers);
     rest.consume(sent);
     stream_.expires_after(std::chrono::nanoseconds(server_->options.write_timeout_ns));
+    writing_ = true;
     auto [write_ec, n] = co_await asio::async_write(stream_, rest, kNoThrow);
+    writing_ = false;
     co_return !write_ec;
   }
+  // One non-blocking send of `buffers` (one sendmsg): the bytes the socket took, with `ec` set
+  // when it took none (would_block: its send buffer is full) or failed.
+  template <typename Buffers>
+  size_t SendNow(const Buffers& buffers, beast::error_code& ec) {
+    server_->writes.fetch_add(1, std::memory_order_relaxed);
+    return stream_.socket().write_some(buffers, ec);  // non-blocking: see Run
+  }
+  static bool WouldBlock(const beast::error_code& ec) {
+    return ec == asio::error::would_block || ec == asio::error::try_again;
+  }
+  // True while WriteBuffers waits for the socket to take the rest of a write.
+  bool writing() const { return writing_; }
 
  private:
   asio::awaitable<bool> WaitForRequest();
@@ -140,6 +153,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   Server::Impl* server_;
+  bool writing_ = false;
 };
 
 asio::awaitable<bool> Connection::WaitForRequest() {
@@ -306,17 +320,58 @@ asio::awaitable<bool> Exchange::Write(std::string_view data, bool end) {
   co_return co_await SendPieces({}, data, end);
 }
 
+namespace {
+// `data` as one chunk of a chunked body: its size line and its end (nothing for empty data: an
+// empty chunk would end the stream).
+struct ChunkFrame {
+  explicit ChunkFrame(std::string_view data)
+      : size_line(data.empty() ? std::string() : fmt::format("{:x}\r\n", data.size())),
+        end(data.empty() ? std::string_view() : std::string_view("\r\n")) {}
+  std::string size_line;
+  std::string_view end;
+};
+}  // namespace
+
+Exchange::TryWriteResult Exchange::TryWrite(std::string_view data) {
+  TITAN_CHECK(state_ == State::kStreaming) << "TryWrite outside a stream";
+  if (client_gone_) return TryWriteResult::kGone;
+  if (connection_->writing() || !unsent_.empty()) return TryWriteResult::kBusy;
+  if (data.empty()) return TryWriteResult::kSent;
+  const ChunkFrame frame(data);
+  const std::array<asio::const_buffer, 3> pieces = {asio::buffer(frame.size_line),
+                                                    asio::buffer(data), asio::buffer(frame.end)};
+  beast::error_code ec;
+  const size_t sent = connection_->SendNow(pieces, ec);
+  if (ec && !Connection::WouldBlock(ec)) {
+    client_gone_ = true;
+    return TryWriteResult::kGone;
+  }
+  if (sent == asio::buffer_size(pieces)) return TryWriteResult::kSent;
+  // Keep what the socket did not take: the next write sends it first.
+  beast::buffers_suffix<decltype(pieces)> rest(pieces);
+  rest.consume(sent);
+  for (const auto buffer : beast::buffers_range_ref(rest)) {
+    unsent_.append(static_cast<const char*>(buffer.data()), buffer.size());
+  }
+  return TryWriteResult::kQueued;
+}
+
 asio::awaitable<bool> Exchange::SendPieces(std::string_view head, std::string_view data, bool end) {
   if (end) state_ = State::kDone;
   if (client_gone_) co_return false;
-  // An empty chunk would end the stream: empty data sends no chunk.
-  const std::string size_line = data.empty() ? std::string() : fmt::format("{:x}\r\n", data.size());
-  const std::array<asio::const_buffer, 5> pieces = {
-      asio::buffer(head), asio::buffer(size_line), asio::buffer(data),
-      asio::buffer(data.empty() ? std::string_view() : std::string_view("\r\n")),
+  const ChunkFrame frame(data);
+  // unsent_ (bytes TryWrite accepted) and head never both hold bytes: unsent_ only follows
+  // the stream's head.
+  const std::array<asio::const_buffer, 6> pieces = {
+      asio::buffer(unsent_),
+      asio::buffer(head),
+      asio::buffer(frame.size_line),
+      asio::buffer(data),
+      asio::buffer(frame.end),
       asio::buffer(end ? std::string_view("0\r\n\r\n") : std::string_view())};
   if (asio::buffer_size(pieces) == 0) co_return true;
   const bool ok = co_await connection_->WriteBuffers(pieces);
+  unsent_.clear();
   if (!ok) client_gone_ = true;
   co_return ok;
 }

@@ -79,6 +79,18 @@ class Exchange {
   // Sends one chunk now (none when `data` is empty); with `end`, the last chunk in the same
   // write, which ends the stream. False when the client is gone (then stop producing).
   boost::asio::awaitable<bool> Write(std::string_view data, bool end = false);
+  // Sends one chunk now if that needs no wait, for a relay that sends from a callback (where a
+  // coroutine's wake-up per event would cost more than the send). Never suspends:
+  //   kSent: the socket took the chunk whole;
+  //   kQueued: the socket took part of it; the exchange keeps the rest (unsent() is true), and
+  //     the next Write or EndStream sends it first: the caller must make one happen;
+  //   kBusy: nothing sent, as a write is in progress or bytes are kept: Write `data` instead;
+  //   kGone: the client is gone (then stop producing).
+  // Empty `data` sends nothing (kSent). Only between BeginStream and the stream's end.
+  enum class TryWriteResult { kSent, kQueued, kBusy, kGone };
+  TryWriteResult TryWrite(std::string_view data);
+  // True while TryWrite has kept bytes that no write has sent yet.
+  bool unsent() const { return !unsent_.empty(); }
   // Sends the last chunk; the connection may then serve the next request.
   boost::asio::awaitable<bool> EndStream() { return Write({}, true); }
 
@@ -118,6 +130,7 @@ class Exchange {
   // The server saw the client go: marks it gone and runs the OnClientGone function.
   void ClientLeft();
   bool keep_alive_;
+  std::string unsent_;  // framed chunk bytes TryWrite accepted and the socket did not take
   State state_ = State::kNone;
   bool client_gone_ = false;
   std::function<void()> on_client_gone_;
