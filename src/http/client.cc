@@ -1,6 +1,8 @@
 #include "src/http/client.h"
 
+#include <array>
 #include <chrono>
+#include <iterator>
 #include <optional>
 
 #include <fmt/format.h>
@@ -12,6 +14,8 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
@@ -46,6 +50,55 @@ ClientError Classify(const beast::error_code& ec) {
     return ClientError::kMalformed;
   }
   return ClientError::kClosed;
+}
+
+// Headers the client writes itself (from the request's fields and body); an extra header of
+// one of these names is left out rather than sent twice.
+bool OwnedHeader(std::string_view name) {
+  return EqualsIgnoreCase(name, "Host") || EqualsIgnoreCase(name, "Content-Length") ||
+         EqualsIgnoreCase(name, "Transfer-Encoding") || EqualsIgnoreCase(name, "Connection");
+}
+
+// CR, LF or NUL: bytes that would end a request line or header early (request smuggling).
+bool UnsafeInHead(std::string_view text) {
+  constexpr std::string_view kBreaks("\r\n\0", 3);
+  return text.find_first_of(kBreaks) != std::string_view::npos;
+}
+
+// `request`'s head, as one string (one write with the body, no serializer), or the reason it
+// cannot be sent. Content-Length is sent for a body, and for POST, PUT and PATCH always.
+std::optional<std::string> RequestHead(const OutgoingRequest& request, std::string* why) {
+  const bool method_ok =
+      !request.method.empty() && request.method.find_first_not_of(
+                                     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                     "0123456789!#$%&'*+-.^_`|~") == std::string::npos;
+  if (!method_ok || UnsafeInHead(request.target) || request.target.find(' ') != std::string::npos ||
+      UnsafeInHead(request.host)) {
+    *why = "the request's method, target or host is not valid in an HTTP request line";
+    return std::nullopt;
+  }
+  std::string head;
+  head.reserve(128 + request.target.size());
+  head.append(request.method).append(" ").append(request.target).append(" HTTP/1.1\r\nHost: ");
+  head.append(request.host).append("\r\n");
+  bool user_agent = false;
+  for (const Header& h : request.headers) {
+    if (OwnedHeader(h.name)) continue;
+    if (h.name.empty() || UnsafeInHead(h.name) || h.name.find(':') != std::string::npos ||
+        UnsafeInHead(h.value)) {
+      *why = fmt::format("header '{}' is not valid in an HTTP request", Excerpt(h.name));
+      return std::nullopt;
+    }
+    user_agent = user_agent || EqualsIgnoreCase(h.name, "User-Agent");
+    head.append(h.name).append(": ").append(h.value).append("\r\n");
+  }
+  if (!user_agent) head.append("User-Agent: titan\r\n");
+  if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
+      request.method == "PATCH") {
+    fmt::format_to(std::back_inserter(head), "Content-Length: {}\r\n", request.body.size());
+  }
+  head.append("\r\n");
+  return head;
 }
 
 std::chrono::steady_clock::time_point ToSteady(int64_t mono_ns) {
@@ -217,6 +270,10 @@ asio::awaitable<ClientResult> ClientConnection::Connect(const tcp::endpoint& end
                                        endpoint.port(), ec.message())};
   }
   s.stream.socket().set_option(tcp::no_delay(true));
+  // Synchronous sends (Send's first try) return would_block instead of blocking; asynchronous
+  // operations are unaffected.
+  beast::error_code nonblocking_ec;
+  s.stream.socket().non_blocking(true, nonblocking_ec);
   s.buffer.clear();
   s.open = true;
   co_return ClientResult{};
@@ -236,20 +293,29 @@ asio::awaitable<ClientResult> ClientConnection::Send(const OutgoingRequest& requ
   };
   if (!s.open) co_return fail(ClientError::kClosed, "the connection is not open");
 
-  bhttp::request<bhttp::string_body> message{bhttp::string_to_verb(request.method), request.target,
-                                             11};
-  if (message.method() == bhttp::verb::unknown) message.method_string(request.method);
-  message.set(bhttp::field::host, request.host);
-  message.set(bhttp::field::user_agent, "titan");
-  for (const Header& h : request.headers) message.set(h.name, h.value);
-  message.body() = request.body;
-  message.keep_alive(true);
-  message.prepare_payload();
-
+  std::string why;
+  const std::optional<std::string> request_head = RequestHead(request, &why);
+  if (!request_head) co_return fail(ClientError::kMalformed, why);
   s.stream.expires_at(ToSteady(deadline_mono_ns));
   {
-    auto [ec, n] = co_await bhttp::async_write(s.stream, message, kNoThrow);
-    if (ec) co_return fail(Classify(ec), fmt::format("sending the request: {}", ec.message()));
+    // One non-blocking send (it nearly always takes the whole request), then the rest under
+    // the deadline.
+    const std::array<asio::const_buffer, 2> pieces = {asio::buffer(*request_head),
+                                                      asio::buffer(request.body)};
+    beast::error_code ec;
+    const size_t sent = s.stream.socket().write_some(pieces, ec);  // non-blocking: see Connect
+    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
+      co_return fail(Classify(ec), fmt::format("sending the request: {}", ec.message()));
+    }
+    if (sent < asio::buffer_size(pieces)) {
+      beast::buffers_suffix<std::array<asio::const_buffer, 2>> rest(pieces);
+      rest.consume(sent);
+      auto [write_ec, n] = co_await asio::async_write(s.stream, rest, kNoThrow);
+      if (write_ec) {
+        co_return fail(Classify(write_ec),
+                       fmt::format("sending the request: {}", write_ec.message()));
+      }
+    }
   }
   bhttp::response_parser<bhttp::buffer_body> parser;
   parser.header_limit(kMaxResponseHead);

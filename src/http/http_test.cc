@@ -93,6 +93,10 @@ asio::awaitable<void> TestHandler(Exchange& ex) {
       co_return;
     }
     co_await ex.Respond(200, "text/plain", "here");
+  } else if (r.path() == "/headers") {  // the request's head, a line per header
+    std::string lines = r.method + " " + r.target + "\n";
+    for (const Header& h : r.headers) lines += h.name + ": " + h.value + "\n";
+    co_await ex.Respond(200, "text/plain", lines + "body " + r.body);
   } else if (r.path() == "/drip") {  // 8 events, 100 ms apart
     co_await ex.BeginStream(200, "text/event-stream");
     for (int i = 0; i < 8; ++i) {
@@ -456,6 +460,52 @@ TEST(HttpTest, StopEndsOpenStreams) {
   });
   stopper.join();
   EXPECT_EQ(error, ClientError::kClosed);
+}
+
+// The client writes the request head itself: its own Host, Content-Length and User-Agent
+// (a caller's User-Agent replaces it; a caller's Content-Length, Host or Connection is left
+// out, not sent twice), and a header or target that could split the request is refused
+// before anything is sent.
+TEST(HttpTest, TheClientWritesRequestHeadsAndRefusesUnsafeOnes) {
+  auto server = StartServer();
+  auto results =
+      RunClient([&](asio::any_io_executor ex) -> asio::awaitable<std::vector<std::string>> {
+        std::vector<std::string> out;
+        ClientConnection c(ex);
+        co_await c.Connect(Local(server->port()), kNsPerSecond);
+        OutgoingRequest req{"POST", "/headers?x=1", "example", {}, "hello"};
+        req.headers = {{"content-length", "999"}, {"X-A", "1"}, {"Connection", "close"}};
+        Collect plain;
+        ClientResult r = co_await c.Send(req, plain, In(2000));
+        EXPECT_TRUE(r.ok()) << r.message;
+        out.push_back(plain.body);
+        req.headers = {{"User-Agent", "mine"}};
+        req.method = "GET";
+        req.body.clear();
+        Collect agent;
+        r = co_await c.Send(req, agent, In(2000));
+        EXPECT_TRUE(r.ok()) << r.message;
+        EXPECT_TRUE(c.is_open());  // one keep-alive connection for both
+        out.push_back(agent.body);
+        for (const OutgoingRequest& bad :
+             {OutgoingRequest{"GET", "/headers", "x", {{"X-B", "1\r\nX-Injected: 1"}}, ""},
+              OutgoingRequest{"GET", "/headers HTTP/1.1\r\nX: y", "x", {}, ""},
+              OutgoingRequest{"G T", "/headers", "x", {}, ""},
+              OutgoingRequest{"GET", "/headers", "x", {{"X:C", "1"}}, ""}}) {
+          Collect got;
+          co_await c.Connect(Local(server->port()), kNsPerSecond);
+          r = co_await c.Send(bad, got, In(2000));
+          EXPECT_EQ(r.error, ClientError::kMalformed) << bad.target;
+          EXPECT_NE(r.message.find("not valid"), std::string::npos) << r.message;
+          EXPECT_EQ(got.status, 0);
+        }
+        co_return out;
+      });
+  EXPECT_EQ(results[0],
+            "POST /headers?x=1\nHost: example\nX-A: 1\nUser-Agent: titan\nContent-Length: 5\n"
+            "body hello");
+  EXPECT_EQ(results[1], "GET /headers?x=1\nHost: example\nUser-Agent: mine\nbody ");
+  EXPECT_EQ(server->stats().requests, 2u);  // the refused ones never reached it
 }
 
 // A body whose pieces keep coming is not cut by an idle timeout shorter than its whole length,
