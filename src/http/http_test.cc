@@ -569,6 +569,17 @@ TEST(HttpTest, TryWriteKeepsWhatTheSocketDidNotTakeAndSendsItFirst) {
   EXPECT_TRUE(*body == expected);
 }
 
+TEST(HttpTest, HeaderNamesCompareIgnoringAsciiCaseOnly) {
+  EXPECT_TRUE(EqualsIgnoreCase("Content-Type", "content-TYPE"));
+  EXPECT_FALSE(EqualsIgnoreCase("Content-Type", "Content-Typ"));
+  EXPECT_FALSE(EqualsIgnoreCase("a", "b"));
+  EXPECT_FALSE(EqualsIgnoreCase("\xC4", "\xE4"));  // not ASCII: compared as bytes
+  EXPECT_FALSE(EqualsIgnoreCase("@", "`"));         // 0x40 and 0x60 differ by 32 but are no letters
+  const Headers headers = {{"X-Request-Id", "a"}, {"x-request-id", "b"}};
+  EXPECT_EQ(FindHeader(headers, "X-REQUEST-ID"), "a");
+  EXPECT_EQ(FindHeader(headers, "X-Request"), "");
+}
+
 TEST(HttpTest, ParsesUrls) {
   auto url = ParseUrl("http://127.0.0.1:8000/v1/");
   ASSERT_TRUE(url.ok());
