@@ -1,5 +1,7 @@
 #include "src/http/sse.h"
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 namespace titan::http {
@@ -47,6 +49,19 @@ Status SseParser::LineTooLong() {
   return error_;
 }
 
+namespace {
+// The first CR or LF in `bytes` (npos when there is none): two vectorized memchr scans, the CR
+// one only up to the LF. std::string_view::find_first_of("\r\n") calls memchr on the set once
+// per byte, which was 1.7% of the gateway's CPU (every relayed event goes through here).
+size_t FindLineEnd(std::string_view bytes) {
+  const auto* lf = static_cast<const char*>(std::memchr(bytes.data(), '\n', bytes.size()));
+  const size_t lf_at = lf ? static_cast<size_t>(lf - bytes.data()) : bytes.size();
+  const auto* cr = static_cast<const char*>(std::memchr(bytes.data(), '\r', lf_at));
+  if (cr) return static_cast<size_t>(cr - bytes.data());
+  return lf ? lf_at : std::string_view::npos;
+}
+}  // namespace
+
 Status SseParser::Feed(std::string_view bytes, const Callback& on_event) {
   if (!error_.ok()) return error_;
   while (!bytes.empty()) {
@@ -57,7 +72,7 @@ Status SseParser::Feed(std::string_view bytes, const Callback& on_event) {
         continue;
       }
     }
-    size_t end = bytes.find_first_of("\r\n");
+    const size_t end = FindLineEnd(bytes);
     if (end == std::string_view::npos) {
       if (line_.size() + bytes.size() > max_line_bytes_) return LineTooLong();
       line_.append(bytes);
