@@ -59,12 +59,6 @@ bool OwnedHeader(std::string_view name) {
          EqualsIgnoreCase(name, "Transfer-Encoding") || EqualsIgnoreCase(name, "Connection");
 }
 
-// CR, LF or NUL: bytes that would end a request line or header early (request smuggling).
-bool UnsafeInHead(std::string_view text) {
-  constexpr std::string_view kBreaks("\r\n\0", 3);
-  return text.find_first_of(kBreaks) != std::string_view::npos;
-}
-
 // `request`'s head, as one string (one write with the body, no serializer), or the reason it
 // cannot be sent. Content-Length is sent for a body, and for POST, PUT and PATCH always.
 std::optional<std::string> RequestHead(const OutgoingRequest& request, std::string* why) {
@@ -72,8 +66,8 @@ std::optional<std::string> RequestHead(const OutgoingRequest& request, std::stri
       !request.method.empty() && request.method.find_first_not_of(
                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                      "0123456789!#$%&'*+-.^_`|~") == std::string::npos;
-  if (!method_ok || UnsafeInHead(request.target) || request.target.find(' ') != std::string::npos ||
-      UnsafeInHead(request.host)) {
+  if (!method_ok || !SafeInHead(request.target) || request.target.find(' ') != std::string::npos ||
+      !SafeInHead(request.host)) {
     *why = "the request's method, target or host is not valid in an HTTP request line";
     return std::nullopt;
   }
@@ -84,8 +78,8 @@ std::optional<std::string> RequestHead(const OutgoingRequest& request, std::stri
   bool user_agent = false;
   for (const Header& h : request.headers) {
     if (OwnedHeader(h.name)) continue;
-    if (h.name.empty() || UnsafeInHead(h.name) || h.name.find(':') != std::string::npos ||
-        UnsafeInHead(h.value)) {
+    if (h.name.empty() || !SafeInHead(h.name) || h.name.find(':') != std::string::npos ||
+        !SafeInHead(h.value)) {
       *why = fmt::format("header '{}' is not valid in an HTTP request", Excerpt(h.name));
       return std::nullopt;
     }

@@ -574,10 +574,43 @@ TEST(HttpTest, HeaderNamesCompareIgnoringAsciiCaseOnly) {
   EXPECT_FALSE(EqualsIgnoreCase("Content-Type", "Content-Typ"));
   EXPECT_FALSE(EqualsIgnoreCase("a", "b"));
   EXPECT_FALSE(EqualsIgnoreCase("\xC4", "\xE4"));  // not ASCII: compared as bytes
-  EXPECT_FALSE(EqualsIgnoreCase("@", "`"));         // 0x40 and 0x60 differ by 32 but are no letters
+  EXPECT_FALSE(EqualsIgnoreCase("@", "`"));        // 0x40 and 0x60 differ by 32 but are no letters
   const Headers headers = {{"X-Request-Id", "a"}, {"x-request-id", "b"}};
   EXPECT_EQ(FindHeader(headers, "X-REQUEST-ID"), "a");
   EXPECT_EQ(FindHeader(headers, "X-Request"), "");
+}
+
+// The server writes response heads itself: its own framing whatever a handler's extra headers
+// say, an extra Content-Type replacing its own, and no header that could split the head.
+TEST(HttpTest, ResponseHeadsKeepTheirFramingAndRefuseUnsafeHeaders) {
+  auto server = Server::Start({}, [](Exchange& ex) -> asio::awaitable<void> {
+    const Headers extra = {{"Content-Length", "1"},
+                           {"Connection", "close"},
+                           {"X-Split", "a\r\nX-Injected: 1"},
+                           {"content-type", "text/x-mine"},
+                           {"X-Ok", "yes"}};
+    if (ex.request().path() == "/whole") {
+      co_await ex.Respond(200, "text/plain", "whole body", extra);
+    } else {
+      co_await ex.BeginStream(429, "text/event-stream", extra, "data: 1\n\n", /*end=*/true);
+    }
+  });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const int port = (*server)->port();
+  auto ends = [](const std::string& got) {
+    return got.ends_with("0\r\n\r\n") || got.ends_with("body");
+  };
+  const std::string request =
+      "GET /whole HTTP/1.1\r\nHost: x\r\n\r\nGET /stream HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string both = SendRaw(port, request, [&](const std::string& got) {
+    return got.find("HTTP/1.1 429") != std::string::npos && ends(got);
+  });
+  EXPECT_EQ(both,
+            "HTTP/1.1 200 OK\r\nServer: titan\r\ncontent-type: text/x-mine\r\nX-Ok: yes\r\n"
+            "Content-Length: 10\r\n\r\nwhole body"
+            "HTTP/1.1 429 Too Many Requests\r\nServer: titan\r\nCache-Control: no-cache\r\n"
+            "content-type: text/x-mine\r\nX-Ok: yes\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "9\r\ndata: 1\n\n\r\n0\r\n\r\n");
 }
 
 TEST(HttpTest, ParsesUrls) {

@@ -18,6 +18,13 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
+bool SafeInHead(std::string_view text) {
+  for (const char c : text) {
+    if (c == '\r' || c == '\n' || c == '\0') return false;
+  }
+  return true;
+}
+
 std::string_view FindHeader(const Headers& headers, std::string_view name) {
   for (const Header& h : headers) {
     if (EqualsIgnoreCase(h.name, name)) return h.value;

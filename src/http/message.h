@@ -24,6 +24,10 @@ std::string_view FindHeader(const Headers& headers, std::string_view name);
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
+// True when `text` holds no CR, LF or NUL: it cannot end a request line or header early
+// (request splitting) when written in a message head.
+bool SafeInHead(std::string_view text);
+
 struct Request {
   std::string method;  // "GET", "POST", ...
   std::string target;  // path and query as sent: "/v1/completions?x=1"
