@@ -1,7 +1,6 @@
 #include "src/gateway/config.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <set>
 
@@ -14,6 +13,7 @@
 #include "src/base/text.h"
 #include "src/base/yaml_json.h"
 #include "src/http/client.h"
+#include "src/http/message.h"
 
 namespace titan::gateway {
 
@@ -122,12 +122,7 @@ class Section {
     std::string name;
     TITAN_RETURN_IF_ERROR(String(key, &name));
     if (name.empty()) return OkStatus();
-    const bool token =
-        name.size() <= 256 && std::all_of(name.begin(), name.end(), [](char ch) {
-          return std::isalnum(static_cast<unsigned char>(ch)) ||
-                 std::string_view("-_.!#$%&'*+^`|~").find(ch) != std::string_view::npos;
-        });
-    if (!token) {
+    if (name.size() > 256 || !http::IsToken(name)) {
       return Error(key, fmt::format("'{}' is not an HTTP header name (a token of at most 256 "
                                     "letters, digits and -_.!#$%&'*+^`|~)",
                                     Excerpt(name)));

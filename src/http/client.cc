@@ -52,22 +52,11 @@ ClientError Classify(const beast::error_code& ec) {
   return ClientError::kClosed;
 }
 
-// Headers the client writes itself (from the request's fields and body); an extra header of
-// one of these names is left out rather than sent twice.
-bool OwnedHeader(std::string_view name) {
-  return EqualsIgnoreCase(name, "Host") || EqualsIgnoreCase(name, "Content-Length") ||
-         EqualsIgnoreCase(name, "Transfer-Encoding") || EqualsIgnoreCase(name, "Connection");
-}
-
 // `request`'s head, as one string (one write with the body, no serializer), or the reason it
 // cannot be sent. Content-Length is sent for a body, and for POST, PUT and PATCH always.
 std::optional<std::string> RequestHead(const OutgoingRequest& request, std::string* why) {
-  const bool method_ok =
-      !request.method.empty() && request.method.find_first_not_of(
-                                     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                     "0123456789!#$%&'*+-.^_`|~") == std::string::npos;
-  if (!method_ok || !SafeInHead(request.target) || request.target.find(' ') != std::string::npos ||
-      !SafeInHead(request.host)) {
+  if (!IsToken(request.method) || !SafeInHead(request.target) ||
+      request.target.find(' ') != std::string::npos || !SafeInHead(request.host)) {
     *why = "the request's method, target or host is not valid in an HTTP request line";
     return std::nullopt;
   }
@@ -77,9 +66,9 @@ std::optional<std::string> RequestHead(const OutgoingRequest& request, std::stri
   head.append(request.host).append("\r\n");
   bool user_agent = false;
   for (const Header& h : request.headers) {
-    if (OwnedHeader(h.name)) continue;
-    if (h.name.empty() || !SafeInHead(h.name) || h.name.find(':') != std::string::npos ||
-        !SafeInHead(h.value)) {
+    // Written from the request's own fields and body: not sent twice.
+    if (IsFramingHeader(h.name) || EqualsIgnoreCase(h.name, "Host")) continue;
+    if (!IsToken(h.name) || !SafeInHead(h.value)) {
       *why = fmt::format("header '{}' is not valid in an HTTP request", Excerpt(h.name));
       return std::nullopt;
     }
@@ -298,7 +287,7 @@ asio::awaitable<ClientResult> ClientConnection::Send(const OutgoingRequest& requ
                                                       asio::buffer(request.body)};
     beast::error_code ec;
     const size_t sent = s.stream.socket().write_some(pieces, ec);  // non-blocking: see Connect
-    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
+    if (ec && !WouldBlock(ec)) {
       co_return fail(Classify(ec), fmt::format("sending the request: {}", ec.message()));
     }
     if (sent < asio::buffer_size(pieces)) {

@@ -1,7 +1,5 @@
 #include "src/http/message.h"
 
-#include <cctype>
-
 namespace titan::http {
 
 namespace {
@@ -23,6 +21,21 @@ bool SafeInHead(std::string_view text) {
     if (c == '\r' || c == '\n' || c == '\0') return false;
   }
   return true;
+}
+
+bool IsToken(std::string_view text) {
+  constexpr std::string_view kPunctuation = "!#$%&'*+-.^_`|~";
+  if (text.empty()) return false;
+  for (const char c : text) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && kPunctuation.find(c) == std::string_view::npos) return false;
+  }
+  return true;
+}
+
+bool IsFramingHeader(std::string_view name) {
+  return EqualsIgnoreCase(name, "Content-Length") || EqualsIgnoreCase(name, "Transfer-Encoding") ||
+         EqualsIgnoreCase(name, "Connection");
 }
 
 std::string_view FindHeader(const Headers& headers, std::string_view name) {

@@ -28,6 +28,14 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 // (request splitting) when written in a message head.
 bool SafeInHead(std::string_view text);
 
+// True when `text` is an HTTP token (RFC 9110 section 5.6.2: one or more letters, digits and
+// !#$%&'*+-.^_`|~), as a method and a header name must be.
+bool IsToken(std::string_view text);
+
+// True for the headers that frame a message (Content-Length, Transfer-Encoding, Connection):
+// titan's client and server write these themselves, never from a caller's extra headers.
+bool IsFramingHeader(std::string_view name);
+
 struct Request {
   std::string method;  // "GET", "POST", ...
   std::string target;  // path and query as sent: "/v1/completions?x=1"

@@ -44,8 +44,8 @@ constexpr std::string_view kServerName = "titan";
 // `content_length` a whole response, else a chunked one (which also says Cache-Control:
 // no-cache). An `extra` header replaces the head's own header of its name (Server,
 // Content-Type, Cache-Control); framing headers (Content-Length, Transfer-Encoding,
-// Connection) among `extra` are left out, as is a header that could split the head (CR, LF or
-// NUL: never the case for values parsed from a message).
+// Connection) among `extra` are left out, as is one whose name is no token or whose value could
+// split the head (CR, LF or NUL: never the case for headers parsed from a message).
 std::string ResponseHead(int status, std::string_view content_type, const Headers& extra,
                          bool keep_alive, std::optional<size_t> content_length) {
   auto given = [&](std::string_view name) {
@@ -61,12 +61,7 @@ std::string ResponseHead(int status, std::string_view content_type, const Header
   if (!given("Content-Type")) head.append("Content-Type: ").append(content_type).append("\r\n");
   if (!content_length && !given("Cache-Control")) head.append("Cache-Control: no-cache\r\n");
   for (const Header& h : extra) {
-    if (EqualsIgnoreCase(h.name, "Content-Length") ||
-        EqualsIgnoreCase(h.name, "Transfer-Encoding") || EqualsIgnoreCase(h.name, "Connection") ||
-        h.name.empty() || h.name.find(':') != std::string::npos || !SafeInHead(h.name) ||
-        !SafeInHead(h.value)) {
-      continue;
-    }
+    if (IsFramingHeader(h.name) || !IsToken(h.name) || !SafeInHead(h.value)) continue;
     head.append(h.name).append(": ").append(h.value).append("\r\n");
   }
   if (!keep_alive) head.append("Connection: close\r\n");
@@ -150,9 +145,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t SendNow(const Buffers& buffers, beast::error_code& ec) {
     server_->writes.fetch_add(1, std::memory_order_relaxed);
     return stream_.socket().write_some(buffers, ec);  // non-blocking: see Run
-  }
-  static bool WouldBlock(const beast::error_code& ec) {
-    return ec == asio::error::would_block || ec == asio::error::try_again;
   }
   // True while WriteBuffers waits for the socket to take the rest of a write.
   bool writing() const { return writing_; }
@@ -347,7 +339,7 @@ Exchange::TryWriteResult Exchange::TryWrite(std::string_view data) {
                                                     asio::buffer(data), asio::buffer(frame.end)};
   beast::error_code ec;
   const size_t sent = connection_->SendNow(pieces, ec);
-  if (ec && !Connection::WouldBlock(ec)) {
+  if (ec && !WouldBlock(ec)) {
     client_gone_ = true;
     return TryWriteResult::kGone;
   }
