@@ -6,12 +6,14 @@
 #include <pybind11/stl.h>
 
 #ifdef TITAN_HAVE_CHECKPOINT
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "src/checkpoint/catalog.h"
+#include "src/checkpoint/read_through_storage.h"
 #include "src/checkpoint/reader.h"
 #include "src/checkpoint/writer.h"
 #include "src/client/titan_client.h"
@@ -70,11 +72,23 @@ class PyWriter {
   // background (tiering, src/checkpoint/mirror.h).
   // The agent and titan run hear of each save's end and of each copy to the mirror
   // (checkpoint_committed / checkpoint_durable events, sent from the writer's threads).
-  PyWriter(const std::string& dir, const std::string& mirror) : writer_(OpenRoot(dir, true)) {
-    writer_.SetOnSaved([](const SaveStats& s) {
+  // node_local (with a mirror): `dir` is this node's own disk; every rank uploads its data to
+  // the mirror and rank 0 commits there (writer.h), so a commit is also the copy to the mirror.
+  PyWriter(const std::string& dir, const std::string& mirror, bool node_local)
+      : writer_(OpenRoot(dir, true)) {
+    if (node_local && mirror.empty()) {
+      throw py::value_error("node_local needs a mirror (s3://bucket/prefix) to commit at");
+    }
+    writer_.SetOnSaved([this, node_local](const SaveStats& s) {
       titan::Client::Default().CheckpointCommitted(s.step, static_cast<int64_t>(s.written_bytes));
+      if (node_local && s.committed) {
+        committed_at_store_.store(s.step);
+        titan::Client::Default().CheckpointDurable(s.step, static_cast<int64_t>(s.written_bytes));
+      }
     });
-    if (!mirror.empty()) {
+    if (node_local) {
+      writer_.SetCommitStore(OpenRoot(mirror, true));
+    } else if (!mirror.empty()) {
       mirror_ = std::make_shared<CheckpointMirror>(
           OpenRoot(dir, true), OpenRoot(mirror, true), [](int64_t step, uint64_t bytes) {
             titan::Client::Default().CheckpointDurable(step, static_cast<int64_t>(bytes));
@@ -133,8 +147,10 @@ class PyWriter {
   }
 
   // Waits for the mirror's copies; returns the newest durable step (None without a mirror or
-  // before the first copy). Raises the last copy's error.
+  // before the first copy). Raises the last copy's error. Node-local: the newest step this
+  // rank committed at the store (rank 0), after wait().
   std::optional<int64_t> WaitDurable() {
+    if (int64_t step = committed_at_store_.load(); step >= 0) return step;
     if (!mirror_) return std::nullopt;
     Status status;
     {
@@ -165,14 +181,25 @@ class PyWriter {
   }
 
  private:
-  std::shared_ptr<CheckpointMirror> mirror_;  // outlives writer_, which submits to it
+  std::shared_ptr<CheckpointMirror> mirror_;     // outlives writer_, which submits to it
+  std::atomic<int64_t> committed_at_store_{-1};  // node-local, rank 0; set by writer_'s thread
   CheckpointWriter writer_;
 };
 
 class PyReader {
  public:
-  PyReader(const std::string& dir, int64_t step)
-      : reader_(Unwrap(CheckpointReader::Open(OpenRoot(dir, false), step))) {}
+  // cache (optional): a node-local directory whose whole data files are read instead of the
+  // store's (read_through_storage.h).
+  PyReader(const std::string& dir, int64_t step, const std::string& cache)
+      : storage_(OpenRoot(dir, false)) {
+    if (!cache.empty()) {
+      if (auto local = OpenStorage(cache, false); local.ok()) {
+        read_through_ = std::make_shared<ReadThroughStorage>(storage_, std::move(local).value());
+        storage_ = read_through_;
+      }
+    }
+    reader_ = Unwrap(CheckpointReader::Open(storage_, step));
+  }
 
   int64_t step() const { return reader_->manifest().step; }
   int world_size() const { return reader_->manifest().world_size; }
@@ -218,8 +245,14 @@ class PyReader {
   }
 
   uint64_t bytes_read() const { return reader_->bytes_read(); }
+  // Data files opened from the cache directory so far (0 without one).
+  uint64_t files_from_cache() const {
+    return read_through_ ? read_through_->files_from_cache() : 0;
+  }
 
  private:
+  std::shared_ptr<Storage> storage_;
+  std::shared_ptr<ReadThroughStorage> read_through_;  // with a cache directory
   std::unique_ptr<CheckpointReader> reader_;
 };
 
@@ -236,8 +269,8 @@ void BindCheckpoint(py::module_& m) {
   });
   using ReleaseGil = py::call_guard<py::gil_scoped_release>;
   py::class_<PyWriter>(c, "Writer")
-      .def(py::init<const std::string&, const std::string&>(), py::arg("dir"),
-           py::arg("mirror") = "", ReleaseGil())
+      .def(py::init<const std::string&, const std::string&, bool>(), py::arg("dir"),
+           py::arg("mirror") = "", py::arg("node_local") = false, ReleaseGil())
       .def("save", &PyWriter::Save, py::arg("step"), py::arg("tensors"), py::arg("rank"),
            py::arg("world_size"), py::arg("save_id"), py::arg("async_"), py::arg("incremental"),
            py::arg("keep_last"), py::arg("keep_every"), py::arg("commit_timeout_s"),
@@ -247,7 +280,8 @@ void BindCheckpoint(py::module_& m) {
       .def("seed", &PyWriter::Seed, py::arg("dir"), py::arg("step"), ReleaseGil())
       .def("stats", &PyWriter::Stats);
   py::class_<PyReader>(c, "Reader")
-      .def(py::init<const std::string&, int64_t>(), py::arg("dir"), py::arg("step"), ReleaseGil())
+      .def(py::init<const std::string&, int64_t, const std::string&>(), py::arg("dir"),
+           py::arg("step"), py::arg("cache") = "", ReleaseGil())
       .def_property_readonly("step", &PyReader::step)
       .def_property_readonly("world_size", &PyReader::world_size)
       .def("items_json", &PyReader::items_json)
@@ -257,7 +291,8 @@ void BindCheckpoint(py::module_& m) {
       .def("read_slice", &PyReader::ReadSlice, py::arg("name"), py::arg("offsets"),
            py::arg("lengths"), py::arg("dst"))
       .def("verify", &PyReader::Verify)
-      .def("bytes_read", &PyReader::bytes_read);
+      .def("bytes_read", &PyReader::bytes_read)
+      .def("files_from_cache", &PyReader::files_from_cache);
   // A missing directory holds no checkpoint; an object store that cannot be reached or
   // refuses the credentials is an error (None would make a job silently start over).
   c.def(

@@ -10,6 +10,8 @@ TITAN = os.environ["TITAN_BIN"]
 
 USAGE_ERRORS = [
     (["run", "--nproc-per-node", "0", "--", "true"], "nproc-per-node"),
+    (["run", "--checkpoint-dir", "/tmp/x", "--checkpoint-node-local", "--", "true"],
+     "needs --checkpoint-mirror"),
     (["agent", "--window", "0"], "window"),
     (["trace", "analyze", "--threads", "0", "x.json"], "threads"),
     (["sim", "daly", "--replicas", "0"], "replicas"),

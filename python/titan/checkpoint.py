@@ -4,7 +4,7 @@ API (stable; `titan run` and its demo script code against these exact signatures
 
     save(state, step, async_=True, *, dir=None, keep_last=None, keep_every=None,
          incremental=True, group=None, layout=None, commit_timeout_s=1800.0,
-         chunk_bytes=8 << 20, metadata=None, mirror=None) -> None
+         chunk_bytes=8 << 20, metadata=None, mirror=None, node_local=None) -> None
         Saves `state` as checkpoint `step` under `dir`. Every rank of the job calls it with the
         same step. Returns once the state is copied to host staging memory (async_=True) or
         once the checkpoint is committed (async_=False). A save waits first for the previous
@@ -30,6 +30,15 @@ API (stable; `titan run` and its demo script code against these exact signatures
         into `dir` while the workers start (prefetch); load_latest first waits for that copy
         (at most TITAN_CHECKPOINT_PREFETCH_WAIT seconds, default 600), then reads local files.
 
+    Node-local directories: save(..., mirror="s3://...", node_local=True) (or configure(),
+        or TITAN_CHECKPOINT_NODE_LOCAL=1, which `titan run --checkpoint-node-local` sets) when
+        `dir` is each node's own disk, not shared. Every rank writes its data to `dir`,
+        uploads it to the mirror and leaves its done marker there; rank 0 commits at the
+        mirror, so a committed checkpoint is already durable. `dir` keeps the data files as
+        a cache (each rank prunes its own beyond keep_last, or 2), and load_latest reads the
+        mirror's checkpoint taking every data file `dir` holds whole from `dir`. titan run
+        prefetches, on every node, the files that node's ranks wrote.
+
     load_latest(dir, state, *, fallback=True, group=None, mirror=None) -> int | None
         Restores `state` in place from the newest committed checkpoint in `dir` and returns
         its step, or None when `dir` holds no committed checkpoint. With fallback=True a
@@ -46,6 +55,7 @@ API (stable; `titan run` and its demo script code against these exact signatures
     latest_step(dir) -> int | None, list_steps(dir) -> list[int]
     verify(path) -> list[str]          every chunk's checksum; [] when intact
     last_stats() -> dict | None        bytes staged/written/referenced, blocking_s, d2h_s, write_s
+    last_load_stats() -> dict | None   step, from, bytes_read, files_from_cache of the last load
 
 What `state` may hold (a dict, nested freely):
     * objects with state_dict()/load_state_dict(): nn.Module, optim.Optimizer, LR schedulers,
@@ -90,7 +100,8 @@ from titan import _titan as _native
 
 __all__ = [
     "save", "wait", "load", "load_latest", "configure", "latest_step", "list_steps", "verify",
-    "Shard", "RNGState", "rank", "world_size", "last_stats", "CheckpointError",
+    "Shard", "RNGState", "rank", "world_size", "last_stats", "last_load_stats",
+    "CheckpointError",
 ]
 
 _ = _native.checkpoint  # fail early if the extension was built without the checkpoint engine
@@ -403,12 +414,12 @@ def _location(dir):
     return os.path.abspath(dir)
 
 
-def _writer_key(dir, mirror=None):
-    return (_location(dir), _location(mirror) if mirror else "")
+def _writer_key(dir, mirror=None, node_local=False):
+    return (_location(dir), _location(mirror) if mirror else "", bool(node_local))
 
 
-def _writer(dir, mirror=None):
-    key = _writer_key(dir, mirror)
+def _writer(dir, mirror=None, node_local=False):
+    key = _writer_key(dir, mirror, node_local)
     if key not in _writers:
         _writers[key] = _native.checkpoint.Writer(*key)
     return _writers[key]
@@ -441,6 +452,14 @@ def _resolve_mirror(mirror):
     return os.fspath(mirror) if mirror else None
 
 
+def _resolve_node_local(node_local, opts):
+    if node_local is None:
+        node_local = opts.get("node_local")
+    if node_local is None:
+        node_local = os.environ.get("TITAN_CHECKPOINT_NODE_LOCAL", "") in ("1", "true", "yes")
+    return bool(node_local)
+
+
 def _resolve_dir(dir):
     dir = dir or _default_dir or os.environ.get("TITAN_CHECKPOINT_DIR")
     if not dir:
@@ -470,7 +489,7 @@ def _client_event(name, *args, **kwargs):
 
 def save(state, step, async_=True, *, dir=None, keep_last=None, keep_every=None,
          incremental=True, group=None, layout=None, commit_timeout_s=1800.0,
-         chunk_bytes=8 << 20, metadata=None, mirror=None):
+         chunk_bytes=8 << 20, metadata=None, mirror=None, node_local=None):
     global _last_writer, _last_staging
     opts = dict(_defaults)
     keep_last = keep_last if keep_last is not None else opts.get("keep_last", 0)
@@ -498,7 +517,12 @@ def save(state, step, async_=True, *, dir=None, keep_last=None, keep_every=None,
         items["metadata"] = metadata
     if layout is None:
         layout = {"world_size": w}
-    key = _writer_key(dir, _resolve_mirror(mirror))
+    mirror = _resolve_mirror(mirror)
+    node_local = _resolve_node_local(node_local, opts)
+    if node_local and not mirror:
+        raise ValueError("titan.checkpoint.save: node_local=True needs a mirror to commit at "
+                         "(mirror=, configure(mirror=) or TITAN_CHECKPOINT_MIRROR)")
+    key = _writer_key(dir, mirror, node_local)
     writer = _writer(*key)
     items_json, layout_json = json.dumps(items), json.dumps(layout)
 
@@ -592,6 +616,9 @@ def _finish_at_exit():
 atexit.register(_finish_at_exit)
 
 
+_last_load = None
+
+
 def latest_step(dir):
     return _native.checkpoint.latest_step(os.fspath(dir))
 
@@ -609,10 +636,10 @@ def _split(path):
     return root, int(name[5:])
 
 
-def _load_step(root, step, state, group):
-    global _default_dir
+def _load_step(root, step, state, group, cache=None):
+    global _default_dir, _last_load
     where = f"checkpoint {root}/step_{step:010d}"
-    reader = _native.checkpoint.Reader(root, step)
+    reader = _native.checkpoint.Reader(root, step, cache or "")
     items = json.loads(reader.rank_items_json(rank(group)))
     skeleton = items.get("skeleton", {})
     missing = [k for k in state if str(k) not in skeleton]
@@ -626,6 +653,8 @@ def _load_step(root, step, state, group):
     _writer(root).seed(root, step)  # the next save can reference these chunks
     if _default_dir is None:
         _default_dir = root
+    _last_load = {"step": reader.step, "from": root, "bytes_read": reader.bytes_read(),
+                  "files_from_cache": reader.files_from_cache()}
     return reader.step
 
 
@@ -645,7 +674,7 @@ def load_latest(dir, state, *, fallback=True, group=None, mirror=None):
     return _load_latest_in(root, state, fallback, group)
 
 
-def _load_latest_in(root, state, fallback, group):
+def _load_latest_in(root, state, fallback, group, cache=None):
     latest = _native.checkpoint.latest_step(root)
     if latest is None:
         return None
@@ -653,7 +682,7 @@ def _load_latest_in(root, state, fallback, group):
     for i, step in enumerate(steps):
         error = None
         try:
-            _load_step(root, step, state, group)
+            _load_step(root, step, state, group, cache)
         except (RuntimeError, FileNotFoundError, KeyError, ValueError) as e:
             error = e
         if _all_ok(error is None, group):
@@ -719,7 +748,20 @@ def _load_tiered(root, mirror, state, fallback, group):
                           f"loading from {mirror}")
     if durable is None:
         return None
+    if os.path.isdir(root):  # data files this node saved or prefetched (node-local dirs)
+        try:
+            return _load_latest_in(mirror, state, False, group, cache=root)
+        except CheckpointError as e:
+            warnings.warn(f"titan.checkpoint: loading from {mirror} with the files in {root} "
+                          f"failed ({e}); loading from {mirror} alone")
     return _load_latest_in(mirror, state, fallback, group)
+
+
+def last_load_stats():
+    """What the last load()/load_latest() read: step, from (the root), bytes_read and
+    files_from_cache (data files taken whole from the local directory instead of the
+    mirror); None before the first load."""
+    return _last_load
 
 
 def verify(path):

@@ -6,6 +6,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -104,13 +105,9 @@ Status CopyFile(Storage& from, Storage& to, const std::string& path,
 
 }  // namespace
 
-Result<CopyReport> CopyCheckpoint(Storage& from, int64_t step, Storage& to,
-                                  const CopyOptions& options) {
-  std::string manifest_path = ManifestPath(step);
-  TITAN_ASSIGN_OR_RETURN(std::string manifest_bytes,
-                         from.ReadFile(manifest_path, kMaxManifestBytes));
-  TITAN_ASSIGN_OR_RETURN(Manifest manifest,
-                         ParseManifest(manifest_bytes, from.Describe(manifest_path)));
+Result<CopyReport> CopyDataFiles(Storage& from, const Manifest& manifest, Storage& to,
+                                 const CopyOptions& options,
+                                 const std::function<bool(const std::string&)>& select) {
   std::vector<std::vector<ChunkRef>> chunks(manifest.files.size());
   std::vector<uint64_t> needed(manifest.files.size(), 0);
   for (const TensorEntry& t : manifest.tensors) {
@@ -121,8 +118,13 @@ Result<CopyReport> CopyCheckpoint(Storage& from, int64_t step, Storage& to,
       }
     }
   }
+  std::vector<size_t> picked;
   uint64_t total = 0;
-  for (uint64_t n : needed) total += n;
+  for (size_t i = 0; i < manifest.files.size(); ++i) {
+    if (select && !select(manifest.files[i])) continue;
+    picked.push_back(i);
+    total += needed[i];
+  }
 
   CopyReport report;
   std::mutex mu;
@@ -130,8 +132,9 @@ Result<CopyReport> CopyCheckpoint(Storage& from, int64_t step, Storage& to,
   std::atomic<size_t> next_file{0};
   auto worker = [&] {
     while (true) {
-      size_t i = next_file.fetch_add(1);
-      if (i >= manifest.files.size()) return;
+      size_t next = next_file.fetch_add(1);
+      if (next >= picked.size()) return;
+      size_t i = picked[next];
       {
         std::lock_guard<std::mutex> lock(mu);
         if (!first_error.ok()) return;
@@ -161,14 +164,27 @@ Result<CopyReport> CopyCheckpoint(Storage& from, int64_t step, Storage& to,
     }
   };
   std::vector<std::thread> threads;
-  size_t n = std::min<size_t>(std::max(1, options.files_in_parallel), manifest.files.size());
+  size_t n = std::min<size_t>(std::max(1, options.files_in_parallel), picked.size());
   for (size_t t = 1; t < n; ++t) threads.emplace_back(worker);
   worker();
   for (std::thread& t : threads) t.join();
   TITAN_RETURN_IF_ERROR(first_error);
+  std::set<std::string> dirs;
+  for (size_t i : picked) dirs.insert(DirOf(manifest.files[i]));
+  for (const std::string& dir : dirs) TITAN_RETURN_IF_ERROR(to.SyncDir(dir));
+  return report;
+}
+
+Result<CopyReport> CopyCheckpoint(Storage& from, int64_t step, Storage& to,
+                                  const CopyOptions& options) {
+  std::string manifest_path = ManifestPath(step);
+  TITAN_ASSIGN_OR_RETURN(std::string manifest_bytes,
+                         from.ReadFile(manifest_path, kMaxManifestBytes));
+  TITAN_ASSIGN_OR_RETURN(Manifest manifest,
+                         ParseManifest(manifest_bytes, from.Describe(manifest_path)));
+  TITAN_ASSIGN_OR_RETURN(CopyReport report, CopyDataFiles(from, manifest, to, options));
 
   TITAN_RETURN_IF_ERROR(to.CreateDir(StepDirName(step)));
-  for (const std::string& path : manifest.files) TITAN_RETURN_IF_ERROR(to.SyncDir(DirOf(path)));
   TITAN_RETURN_IF_ERROR(to.WriteFileAtomic(manifest_path, manifest_bytes));
   TITAN_RETURN_IF_ERROR(to.SyncDir(StepDirName(step)));
   TITAN_ASSIGN_OR_RETURN(std::optional<int64_t> latest, LatestStep(to));

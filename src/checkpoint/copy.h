@@ -19,6 +19,7 @@
 #include <string>
 
 #include "src/base/status.h"
+#include "src/checkpoint/manifest.h"
 #include "src/checkpoint/storage.h"
 
 namespace titan::checkpoint {
@@ -44,6 +45,15 @@ struct CopyReport {
   uint64_t copied_bytes = 0;
   bool moved_latest = false;
 };
+
+// Copies the data files of `manifest` (a committed checkpoint's or one rank's done marker) that
+// `select` picks (all without it) and `to` does not already hold at the size the manifest
+// needs, every chunk checked, each file's directory synced; commits nothing. CopyCheckpoint is
+// this and the commit; a rank whose checkpoint directory is node-local uploads its own data
+// file with it, and a node's prefetch fetches its ranks' files. Errors as CopyCheckpoint's.
+Result<CopyReport> CopyDataFiles(Storage& from, const Manifest& manifest, Storage& to,
+                                 const CopyOptions& options = {},
+                                 const std::function<bool(const std::string& path)>& select = {});
 
 // DATA_LOSS when a chunk's bytes do not match the manifest (naming file and offset); CANCELLED
 // when options.cancelled said so; the source's and the destination's errors otherwise,

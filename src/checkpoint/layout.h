@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,9 @@ bool ParseStepDirName(std::string_view name, int64_t* step);
 std::string ManifestPath(int64_t step);  // "step_0000000100/MANIFEST"
 std::string DataFilePath(int64_t step, int rank, std::string_view save_id);
 std::string DonePath(int64_t step, int rank);
+// The rank that wrote data file `path` ("step_N/rank_00003-<id>.data" or just its name): 3;
+// nullopt for any other name.
+std::optional<int> DataFileRank(std::string_view path);
 // True for a save id of 1..32 characters [a-z0-9].
 bool IsValidSaveId(std::string_view save_id);
 

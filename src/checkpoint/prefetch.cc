@@ -16,8 +16,8 @@
 
 namespace titan::checkpoint {
 
-Result<std::unique_ptr<CheckpointPrefetch>> CheckpointPrefetch::Start(const std::string& local_dir,
-                                                                      const std::string& durable) {
+Result<std::unique_ptr<CheckpointPrefetch>> CheckpointPrefetch::Start(
+    const std::string& local_dir, const std::string& durable, std::optional<NodeRanks> node) {
   TITAN_ASSIGN_OR_RETURN(std::shared_ptr<Storage> local, OpenPosixStorage(local_dir));
   std::string lock_path = fmt::format("{}/{}", local_dir, kPrefetchLockName);
   int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -38,13 +38,15 @@ Result<std::unique_ptr<CheckpointPrefetch>> CheckpointPrefetch::Start(const std:
     Log(LogLevel::kDebug, "checkpoint", "{}: could not describe the holder: errno {}", lock_path,
         errno);
   }
-  return std::unique_ptr<CheckpointPrefetch>(new CheckpointPrefetch(std::move(local), durable, fd));
+  return std::unique_ptr<CheckpointPrefetch>(
+      new CheckpointPrefetch(std::move(local), durable, node, fd));
 }
 
 CheckpointPrefetch::CheckpointPrefetch(std::shared_ptr<Storage> local, std::string durable,
-                                       int lock_fd)
+                                       std::optional<NodeRanks> node, int lock_fd)
     : local_(std::move(local)),
       durable_(std::move(durable)),
+      node_(node),
       lock_fd_(lock_fd),
       start_ns_(MonoNowNs()) {
   thread_ = std::thread([this] {
@@ -75,18 +77,33 @@ Result<PrefetchOutcome> CheckpointPrefetch::Run() {
     CopyOptions options;
     options.cancelled = [this] { return cancel_.load(std::memory_order_relaxed); };
     options.cache_destination = true;  // the workers read it next
-    Result<CopyReport> copy = CopyCheckpoint(*store, step, local, options);
+    Result<CopyReport> copy = node_ ? FetchNodeFiles(*store, step, options)
+                                    : CopyCheckpoint(*store, step, local, options);
     if (!copy.ok()) {
       return copy.status().WithContext(
           fmt::format("prefetching step {} from {}", step, store->Describe("")));
     }
     out.copy = *copy;
     out.copied = true;
-    TITAN_RETURN_IF_ERROR(
-        WriteDurableMarker(local, step, *store, copy->copied_bytes, MonoNowNs() - start_ns_));
+    if (!node_) {
+      TITAN_RETURN_IF_ERROR(
+          WriteDurableMarker(local, step, *store, copy->copied_bytes, MonoNowNs() - start_ns_));
+    }
   }
   out.elapsed_ns = MonoNowNs() - start_ns_;
   return out;
+}
+
+Result<CopyReport> CheckpointPrefetch::FetchNodeFiles(Storage& store, int64_t step,
+                                                      const CopyOptions& options) {
+  std::string path = ManifestPath(step);
+  TITAN_ASSIGN_OR_RETURN(std::string bytes, store.ReadFile(path, kMaxManifestBytes));
+  TITAN_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(bytes, store.Describe(path)));
+  NodeRanks node = *node_;
+  return CopyDataFiles(store, manifest, *local_, options, [node](const std::string& file) {
+    std::optional<int> rank = DataFileRank(file);
+    return rank && *rank >= node.first_rank && *rank - node.first_rank < node.ranks;
+  });
 }
 
 }  // namespace titan::checkpoint

@@ -10,6 +10,7 @@
 
 #include "src/base/clock.h"
 #include "src/base/log.h"
+#include "src/checkpoint/copy.h"
 #include "src/checkpoint/layout.h"
 #include "src/checkpoint/parallel_copy.h"
 #include "src/checkpoint/planner.h"
@@ -243,7 +244,7 @@ Status CheckpointWriter::Save(int64_t step, std::vector<TensorToSave> tensors,
 
 Status CheckpointWriter::WriteAndCommit(int64_t step, const std::vector<Piece>& pieces,
                                         const SaveOptions& options) {
-  std::string where = storage_->Describe(StepDirName(step));
+  std::string where = commit_root().Describe(StepDirName(step));
   Manifest done;
   int64_t write_start_ns = MonoNowNs();
   Status status = WriteRankData(step, pieces, options, &done);
@@ -253,6 +254,9 @@ Status CheckpointWriter::WriteAndCommit(int64_t step, const std::vector<Piece>& 
     storage_->RemoveFile(DataFilePath(step, options.rank, options.save_id)).IgnoreError();
     index_.clear();  // what the index points to may not exist: the next save is a full one
     return status.WithContext(fmt::format("saving checkpoint {} (rank {})", where, options.rank));
+  }
+  if (commit_store_) {
+    PruneLocal(options.rank, options.retention.keep_last > 0 ? options.retention.keep_last : 2);
   }
   if (options.rank != 0) {
     if (on_saved_) on_saved_(stats_);
@@ -270,7 +274,7 @@ Status CheckpointWriter::WriteAndCommit(int64_t step, const std::vector<Piece>& 
   if (on_saved_) on_saved_(stats_);
   if (mirror_) mirror_->Submit(step, options.retention);
   if (options.retention.keep_last > 0) {
-    Result<GcReport> gc = CollectGarbage(*storage_, options.retention, /*dry_run=*/false);
+    Result<GcReport> gc = CollectGarbage(commit_root(), options.retention, /*dry_run=*/false);
     if (!gc.ok()) {
       Log(LogLevel::kWarning, "checkpoint",
           "retention after step {} failed (checkpoint is "
@@ -337,27 +341,68 @@ Status CheckpointWriter::WriteRankData(int64_t step, const std::vector<Piece>& p
     TITAN_RETURN_IF_ERROR(file->Sync());
     TITAN_RETURN_IF_ERROR(file->Close());
   }
+  if (commit_store_) {
+    TITAN_RETURN_IF_ERROR(Upload(*done, options));
+    TITAN_RETURN_IF_ERROR(commit_store_->CreateDir(StepDirName(step)));
+  }
   TITAN_RETURN_IF_ERROR(
-      storage_->WriteFileAtomic(DonePath(step, options.rank), SerializeManifest(*done)));
+      commit_root().WriteFileAtomic(DonePath(step, options.rank), SerializeManifest(*done)));
   index_ = std::move(new_index);
   return OkStatus();
 }
 
+Status CheckpointWriter::Upload(const Manifest& done, const SaveOptions& options) {
+  // Every file the marker references, not only this save's: the store must hold what an
+  // incremental save references, and files it already holds are skipped after one size check.
+  Result<CopyReport> copied = CopyDataFiles(*storage_, done, *commit_store_);
+  if (!copied.ok()) {
+    return copied.status().WithContext(
+        fmt::format("uploading rank {}'s data to {}", options.rank, commit_store_->Describe("")));
+  }
+  return OkStatus();
+}
+
+void CheckpointWriter::PruneLocal(int rank, int keep) {
+  Result<std::vector<std::string>> names = storage_->ListDir("");
+  if (!names.ok()) return;
+  std::vector<int64_t> steps;
+  for (const std::string& name : *names) {
+    int64_t step = 0;
+    if (ParseStepDirName(name, &step)) steps.push_back(step);
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  for (size_t i = static_cast<size_t>(std::max(keep, 1)); i < steps.size(); ++i) {
+    std::string dir = StepDirName(steps[i]);
+    Result<std::vector<std::string>> files = storage_->ListDir(dir);
+    if (!files.ok()) continue;
+    for (const std::string& file : *files) {
+      if (DataFileRank(file) != rank) continue;  // another rank of this node prunes its own
+      Status removed = storage_->RemoveFile(dir + "/" + file);
+      if (!removed.ok()) {
+        Log(LogLevel::kWarning, "checkpoint", "pruning the local cache: {}", removed.ToString());
+      }
+    }
+    storage_->RemoveDir(dir).IgnoreError();  // not empty while other ranks' files remain
+  }
+}
+
 void CheckpointWriter::RemoveUncommitted(int64_t step) {
-  if (storage_->FileSize(ManifestPath(step)).ok()) return;  // committed after all (`latest` failed)
+  Storage& root = commit_root();
+  if (root.FileSize(ManifestPath(step)).ok()) return;  // committed after all (`latest` failed)
   std::string dir = StepDirName(step);
-  Result<std::vector<std::string>> files = storage_->ListDir(dir);
+  Result<std::vector<std::string>> files = root.ListDir(dir);
   if (!files.ok()) return;
   for (const std::string& file : *files) {
-    Status removed = storage_->RemoveFile(dir + "/" + file);
+    Status removed = root.RemoveFile(dir + "/" + file);
     if (!removed.ok()) {
       Log(LogLevel::kWarning, "checkpoint", "cleaning up the failed save: {}", removed.ToString());
     }
   }
-  storage_->RemoveDir(dir).IgnoreError();  // not empty if another rank is still writing
+  root.RemoveDir(dir).IgnoreError();  // not empty if another rank is still writing
 }
 
 Status CheckpointWriter::Commit(int64_t step, const SaveOptions& options) {
+  Storage& root = commit_root();
   int64_t deadline_ns =
       MonoNowNs() + static_cast<int64_t>(options.commit_timeout_seconds * kNsPerSecond);
   Manifest merged;
@@ -371,9 +416,9 @@ Status CheckpointWriter::Commit(int64_t step, const SaveOptions& options) {
   for (int rank = 0; rank < options.world_size; ++rank) {
     std::string path = DonePath(step, rank);
     while (true) {
-      Result<std::string> bytes = storage_->ReadFile(path, kMaxManifestBytes);
+      Result<std::string> bytes = root.ReadFile(path, kMaxManifestBytes);
       if (bytes.ok()) {
-        Result<Manifest> done = ParseManifest(*bytes, storage_->Describe(path));
+        Result<Manifest> done = ParseManifest(*bytes, root.Describe(path));
         if (done.ok() && done->kind == "rank_done" && done->save_id == options.save_id &&
             done->step == step && done->rank == rank && done->world_size == options.world_size) {
           TITAN_RETURN_IF_ERROR(MergeDone(*done, &merged));
@@ -386,7 +431,7 @@ Status CheckpointWriter::Commit(int64_t step, const SaveOptions& options) {
         return DeadlineExceededError(fmt::format(
             "rank {} did not finish its part of save {} within {} s (no {} with this save id); "
             "is that rank alive and saving the same step?",
-            rank, options.save_id, options.commit_timeout_seconds, storage_->Describe(path)));
+            rank, options.save_id, options.commit_timeout_seconds, root.Describe(path)));
       }
       std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
       sleep_us = std::min<int64_t>(sleep_us * 2, 50'000);
@@ -403,20 +448,19 @@ Status CheckpointWriter::Commit(int64_t step, const SaveOptions& options) {
     }
   }
   for (size_t i = 0; i < merged.files.size(); ++i) {
-    Result<uint64_t> size = storage_->FileSize(merged.files[i]);
+    Result<uint64_t> size = root.FileSize(merged.files[i]);
     if (!size.ok() || *size < needed[i]) {
       return DataLossError(fmt::format(
           "data file {} is {} (needs {} bytes); the checkpoint cannot be committed. If it "
           "belongs to an older checkpoint that was deleted, save again (the next save is full)",
-          storage_->Describe(merged.files[i]),
+          root.Describe(merged.files[i]),
           size.ok() ? fmt::format("only {} bytes", *size) : std::string("missing"), needed[i]));
     }
   }
-  TITAN_RETURN_IF_ERROR(storage_->WriteFileAtomic(ManifestPath(step), SerializeManifest(merged)));
-  TITAN_RETURN_IF_ERROR(
-      storage_->WriteFileAtomic(std::string(kLatestFile), StepDirName(step) + "\n"));
+  TITAN_RETURN_IF_ERROR(root.WriteFileAtomic(ManifestPath(step), SerializeManifest(merged)));
+  TITAN_RETURN_IF_ERROR(root.WriteFileAtomic(std::string(kLatestFile), StepDirName(step) + "\n"));
   for (int rank = 0; rank < options.world_size; ++rank) {
-    storage_->RemoveFile(DonePath(step, rank)).IgnoreError();
+    root.RemoveFile(DonePath(step, rank)).IgnoreError();
   }
   return OkStatus();
 }

@@ -11,6 +11,15 @@
 //   3. Rank 0 applies retention (catalog.h).
 // A crash at any point leaves the previous checkpoint committed and "latest" naming it.
 //
+// Node-local directories (SetCommitStore): when each node saves to a disk of its own, the
+// ranks cannot see each other's markers there, so the commit moves to a store every rank
+// reaches (s3://bucket/prefix). Each rank writes its data file locally as above, uploads it
+// to the store (CopyDataFiles, every chunk checked), then writes its done marker at the store;
+// rank 0 commits at the store (MANIFEST, then "latest") and applies retention there. The local
+// directory keeps the data files as a cache for restores on the same node (ReadThroughStorage,
+// read_through_storage.h) and never holds a MANIFEST; each rank prunes its own local files of
+// steps older than the newest `keep_last` (2 when retention keeps all).
+//
 // Async: Save() copies the tensors into host staging memory (reused across saves) and returns;
 // a background thread hashes, writes, fsyncs and (rank 0) commits. A Save() first waits for the
 // previous one. Incremental: a chunk whose XXH3-128 and size match a chunk of this rank's
@@ -94,6 +103,9 @@ class CheckpointWriter {
   // Rank 0: after each commit, hand the checkpoint to `mirror` for copying to a durable root
   // (mirror.h). Call before the first Save.
   void SetMirror(std::shared_ptr<CheckpointMirror> mirror) { mirror_ = std::move(mirror); }
+  // Node-local directories (above): commit at `store` instead of the local root. Every rank of
+  // the job must call it with the same store before its first Save; exclusive with SetMirror.
+  void SetCommitStore(std::shared_ptr<Storage> store) { commit_store_ = std::move(store); }
   // Called once per successful save, when its background part ends (rank 0: committed; other
   // ranks: data and marker written), with that save's statistics; from the writer's thread
   // (async) or inside Save (sync). Must not call back into this writer. Call before Save.
@@ -116,6 +128,12 @@ class CheckpointWriter {
   Status WriteAndCommit(int64_t step, const std::vector<Piece>& pieces, const SaveOptions& options);
   Status WriteRankData(int64_t step, const std::vector<Piece>& pieces, const SaveOptions& options,
                        Manifest* done);
+  // Node-local: uploads this rank's data file of `done` to the commit store.
+  Status Upload(const Manifest& done, const SaveOptions& options);
+  // Node-local: removes this rank's local files of steps older than the newest `keep` ones.
+  void PruneLocal(int rank, int keep);
+  // Where done markers, MANIFEST and "latest" go: the commit store, else the root.
+  Storage& commit_root() { return commit_store_ ? *commit_store_ : *storage_; }
   Status Commit(int64_t step, const SaveOptions& options);
   // Rank 0, after a failed commit: removes what the save left in step_N (every rank's data file
   // and marker; a full disk is the usual cause, and the next save needs the space), unless the
@@ -124,6 +142,7 @@ class CheckpointWriter {
 
   std::shared_ptr<Storage> storage_;
   std::shared_ptr<CheckpointMirror> mirror_;
+  std::shared_ptr<Storage> commit_store_;  // node-local directories; null: the root commits
   std::thread worker_;
   Status worker_status_;
   SaveStats stats_;

@@ -173,6 +173,10 @@ int RunCommand(int argc, char** argv) {
                  "exported as TITAN_CHECKPOINT_MIRROR: titan.checkpoint copies each checkpoint "
                  "there in the background and restores from it when the local one is missing "
                  "(s3://bucket/prefix)");
+  app.add_flag("--checkpoint-node-local", o.checkpoint_node_local,
+               "with --checkpoint-mirror: --checkpoint-dir is each node's own disk, not shared; "
+               "exported as TITAN_CHECKPOINT_NODE_LOCAL=1: every rank uploads its data to the "
+               "mirror and rank 0 commits there; every node prefetches its own ranks' files");
   app.add_flag("!--no-checkpoint-prefetch", o.checkpoint_prefetch,
                "with --checkpoint-mirror: do not copy the mirror's newest checkpoint into "
                "--checkpoint-dir while the workers start (by default it is, when the directory "
@@ -285,6 +289,12 @@ int RunCommand(int argc, char** argv) {
   if (!rdzv_backend.empty() && rdzv_backend != "etcd" && rdzv_backend != "etcd-v2") {
     std::fprintf(stderr, "titan run: --rdzv-backend '%s': only etcd is supported\n",
                  rdzv_backend.c_str());
+    return 2;
+  }
+  if (o.checkpoint_node_local && o.checkpoint_mirror.empty()) {
+    std::fprintf(stderr,
+                 "titan run: --checkpoint-node-local needs --checkpoint-mirror (the store where "
+                 "every node's ranks commit)\n");
     return 2;
   }
   if (standalone && !o.etcd.empty()) {

@@ -64,11 +64,15 @@ void RunOutputs::PublishMetrics(int64_t now, const Assignment& a, uint64_t event
 
 void RunOutputs::StartPrefetch(const Assignment& a) {
   if (!o_.checkpoint_prefetch || o_.checkpoint_mirror.empty() || o_.checkpoint_dir.empty() ||
-      s3::IsS3Url(o_.checkpoint_dir) || a.group_rank != 0 || (prefetch_ && !prefetch_->done())) {
+      s3::IsS3Url(o_.checkpoint_dir) || (a.group_rank != 0 && !o_.checkpoint_node_local) ||
+      (prefetch_ && !prefetch_->done())) {
     return;
   }
   ReportPrefetch();
-  auto started = checkpoint::CheckpointPrefetch::Start(o_.checkpoint_dir, o_.checkpoint_mirror);
+  std::optional<checkpoint::NodeRanks> node;
+  if (o_.checkpoint_node_local) node = checkpoint::NodeRanks{a.rank_offset, o_.nproc_per_node};
+  auto started =
+      checkpoint::CheckpointPrefetch::Start(o_.checkpoint_dir, o_.checkpoint_mirror, node);
   if (!started.ok()) {
     log_.Write("prefetch", {{"phase", "end"}, {"error", started.status().ToString()}});
     Log(LogLevel::kWarning, "run", "checkpoint prefetch: {}", started.status().ToString());

@@ -47,6 +47,9 @@ struct RunOptions {
   // group rank 0 copies the mirror's newest checkpoint into checkpoint_dir while they start
   // (checkpoint/prefetch.h) when the directory holds none as new.
   bool checkpoint_prefetch = true;
+  // checkpoint_dir is each node's own disk (exported as TITAN_CHECKPOINT_NODE_LOCAL=1): ranks
+  // commit at the mirror, and every node prefetches the data files of its own ranks.
+  bool checkpoint_node_local = false;
   std::string log_dir;  // per-worker stdout+stderr files; empty: inherit
   RestartOptions restart;
   int64_t failure_grace_ns = 1'000'000'000;  // SIGTERM -> SIGKILL when recovering

@@ -51,6 +51,7 @@ std::vector<std::string> BaseWorkerEnv(const RunOptions& o, const std::string& s
   if (!o.checkpoint_mirror.empty()) {
     env.push_back("TITAN_CHECKPOINT_MIRROR=" + o.checkpoint_mirror);
   }
+  if (o.checkpoint_node_local) env.push_back("TITAN_CHECKPOINT_NODE_LOCAL=1");
   // Our socket first; keep what was there (an agent) within the client's limit of sockets.
   std::vector<std::string> sockets = {socket_path};
   std::string rest = agent_sockets.empty() ? wire::kDefaultSocketPath : agent_sockets;

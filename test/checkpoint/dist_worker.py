@@ -6,6 +6,8 @@ Modes:
   train     train --steps N from the latest checkpoint (or from scratch), saving asynchronously
             every --save-every steps; prints "LOSS step value" per step; with --ref-at S, dumps
             this rank's state at step S to OUT_DIR/ref_rank{R}.pt (torch.save) before saving it;
+            with --node-local K, CKPT_DIR is the store (s3://...) and ranks save into
+            OUT_DIR/node{RANK // K}, a directory per "node" of K ranks (node_local=True);
             with --hang-after S, stops after step S and sleeps (the test kills it with SIGKILL).
   compare   loads the latest checkpoint into a fresh job and compares every tensor bit for bit
             with the references of the saving job (OUT_DIR/ref_rank*.pt); prints "SAME n".
@@ -103,9 +105,22 @@ def reference(state):
     }
 
 
+def load_latest(args, state):
+    if args.node_dir:
+        return ck.load_latest(args.node_dir, state, mirror=args.ckpt)
+    return ck.load_latest(args.ckpt, state)
+
+
+def save(args, state, step):
+    if args.node_dir:
+        ck.save(state, step, dir=args.node_dir, mirror=args.ckpt, node_local=True, keep_last=3)
+    else:
+        ck.save(state, step, async_=True, dir=args.ckpt, keep_last=3)
+
+
 def run_train(args):
     state = build_state(args, seed=1)
-    start = ck.load_latest(args.ckpt, state) or 0
+    start = load_latest(args, state) or 0
     print(f"START {start}", flush=True)
     for step in range(start, args.steps):
         loss = train_step(state, step, args.rank, args.world)
@@ -114,7 +129,7 @@ def run_train(args):
         if args.save_every and done % args.save_every == 0:
             if done == args.ref_at:
                 torch.save(reference(state), os.path.join(args.out, f"ref_rank{args.rank}.pt"))
-            ck.save(state, done, async_=True, dir=args.ckpt, keep_last=3)
+            save(args, state, done)
         if args.hang_after and done == args.hang_after:
             ck.wait()
             print(f"HANG {done}", flush=True)
@@ -150,7 +165,7 @@ def compare(got, want, path, count):
 
 def run_compare(args):
     state = build_state(args, seed=99)  # different initial weights: a no-op load would fail
-    step = ck.load_latest(args.ckpt, state)
+    step = load_latest(args, state)
     refs = [torch.load(os.path.join(args.out, f"ref_rank{r}.pt"))
             for r in range(args.saved_world)]
     ref = refs[0]
@@ -168,6 +183,7 @@ def run_compare(args):
     want = full[shard.offsets[0]:shard.offsets[0] + shard.tensor.shape[0]]
     n = compare(shard.tensor, want, "zero", n)
     print(f"SAME {n} step {step}", flush=True)
+    print(f"RANK {args.rank} FROM_CACHE {ck.last_load_stats()['files_from_cache']}", flush=True)
 
 
 def churn_state(step):
@@ -201,7 +217,10 @@ def main():
     p.add_argument("--ref-at", type=int, default=-1)
     p.add_argument("--hang-after", type=int, default=0)
     p.add_argument("--saved-world", type=int, default=4)
+    p.add_argument("--node-local", type=int, default=0)
     args = p.parse_args()
+    args.node_dir = (os.path.join(args.out, f"node{args.rank // args.node_local}")
+                     if args.node_local else None)
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{args.store}", rank=args.rank,
                             world_size=args.world)

@@ -19,6 +19,10 @@ loopback; HTTP faults are injected by rgw.FaultProxy between titan and the gatew
   ls` shows local / durable; a lost or corrupted local copy is restored from the store; a store
   that fails mid-run never fails a save; `titan run --checkpoint-mirror` sets it up for workers,
   and a restarted worker whose local disk was wiped resumes from the store.
+* Node-local directories: a 4-rank job on two "nodes" (a directory each) uploads every rank's
+  data and commits at the store; each node keeps only its ranks' files; a 2-rank job restores
+  bit for bit reading its node's files locally; `titan run --checkpoint-node-local` on a new
+  node prefetches only its ranks' files.
 * Prefetch: titan run copies the store's newest checkpoint into an empty local directory while
   the worker starts; load_latest waits for it and reads no chunk from the store.
 """
@@ -528,6 +532,73 @@ class S3CheckpointTest(unittest.TestCase):
             self.assertIsNone(ck.latest_step(fresh))
         finally:
             proxy.close()
+
+    def test_node_local_directories_commit_at_the_store_and_restore_node_by_node(self):
+        url = self.url("nodes")
+        out = tempfile.mkdtemp(dir=self.tmp)
+        Job("train", 4, url, out, "--steps", 8, "--save-every", 4, "--ref-at", 8,
+            "--node-local", 2).wait()
+        self.assertEqual(ck.latest_step(url), 8)
+        keys = self.keys(url)
+        self.assertFalse([k for k in keys if k.endswith(".done")], keys)  # markers consumed
+        self.assertEqual(sorted({data_file_rank(k) for k in keys if k.endswith(".data")}),
+                         [0, 1, 2, 3])
+        for node, ranks in ((0, [0, 1]), (1, [2, 3])):
+            files = local_files(os.path.join(out, f"node{node}"))
+            self.assertEqual(sorted({data_file_rank(f) for f in files}), ranks, files)
+            self.assertFalse([f for f in files if not f.endswith(".data")], files)  # no commit
+        # 4 -> 2 ranks: rank r restores on node r; rank 0's rows are in node 0's files.
+        outs = Job("compare", 2, url, out, "--saved-world", 4, "--node-local", 1).wait()
+        for o in outs:
+            self.assertIn("step 8", o)
+            self.assertIn("SAME", o)
+        self.assertGreaterEqual(int(outs[0].split("FROM_CACHE ")[1].split()[0]), 2, outs[0])
+
+        # A new machine for node 0: titan run fetches only its ranks' (0 and 1) files.
+        local = os.path.join(self.tmp, "new-node")
+        run_dir = tempfile.mkdtemp(dir=self.tmp)
+        worker = os.path.join(self.tmp, "node_local_worker.py")
+        with open(worker, "w") as f:
+            f.write(textwrap.dedent(f"""
+                import os, types, torch, torch.distributed as dist
+                import dist_worker as w
+                torch.set_num_threads(1)
+                dist.init_process_group("gloo")
+                args = types.SimpleNamespace(
+                    rank=dist.get_rank(), world=dist.get_world_size(), ckpt={url!r},
+                    out={out!r}, saved_world=4, node_dir=os.environ["TITAN_CHECKPOINT_DIR"])
+                w.run_compare(args)
+            """))
+        p = subprocess.run([TITAN, "run", "--run-dir", run_dir, "--checkpoint-dir", local,
+                            "--checkpoint-mirror", url, "--checkpoint-node-local",
+                            "--nproc-per-node", "2", "--", PYTHON, worker],
+                           capture_output=True, text=True, timeout=300, env=env())
+        said = p.stdout + p.stderr
+        self.assertEqual(p.returncode, 0, said)
+        self.assertEqual(said.count("SAME"), 2, said)
+        files = local_files(local)
+        self.assertEqual(sorted({data_file_rank(f) for f in files if f.endswith(".data")}),
+                         [0, 1], files)
+        with open(os.path.join(run_dir, "events.jsonl")) as f:
+            ends = [e for e in map(json.loads, f) if e["type"] == "prefetch"
+                    and e["phase"] == "end"]
+        self.assertTrue(ends and ends[0]["copied"], ends)
+        self.assertEqual(ends[0]["durable_step"], 8, ends)
+        self.assertGreaterEqual(int(said.split("RANK 0 FROM_CACHE ")[1].split()[0]), 2, said)
+
+
+def local_files(root):
+    """Files under `root`, relative, without the prefetch lock."""
+    return sorted(os.path.relpath(os.path.join(d, n), root) for d, _, names in os.walk(root)
+                  for n in names if n != ".prefetch.lock")
+
+
+def data_file_rank(path):
+    """The rank in a data file's name (src/checkpoint/layout.h), None for other names."""
+    name = path.rsplit("/", 1)[-1]
+    if not (name.startswith("rank_") and name.endswith(".data")):
+        return None
+    return int(name[5:].split("-", 1)[0])
 
 
 if __name__ == "__main__":
