@@ -11,7 +11,10 @@
 #   down        the other way, into an empty directory
 #   tiering     the time an async titan.checkpoint.save() blocks the caller: 4 saves of the same
 #               state (changed between saves, 2 s apart) to a local directory, without and with
-#               a mirror to s3:// copying in the background
+#               a mirror to s3:// copying in the background, and node-local (each rank uploads
+#               and commits at s3:// from the writer's thread: the next save waits for that).
+#               TIERING_SAVES (default 4) saves per variant, the first not counted (the store
+#               holds GIB*4+2 GiB: node-local uploads every save); TIERING_VARIANTS picks them.
 #   restore     a restart onto an empty local disk: `titan run --checkpoint-dir DIR
 #               --checkpoint-mirror s3://...` of a worker that imports torch, builds its state
 #               and calls load_latest, timed whole (exec to exit), with titan run's prefetch
@@ -92,31 +95,52 @@ echo "ratio rclone/titan: upload $(ratio ru tu)x (tuned rclone $(ratio rt tu)x),
 fi
 
 if has tiering; then
+# One process and a fresh gateway per variant: a full memstore OSD makes every write hang.
+declare -A VARIANT=([local]="local" [local+mirror]="local+mirror s3://bench/tiered"
+                    [node-local]="node-local s3://bench/node-local 1")
+for name in ${TIERING_VARIANTS:-local local+mirror node-local}; do
+variant=${VARIANT[$name]:?"TIERING_VARIANTS: unknown variant $name"}
 fresh_store
 # On this one machine the gateway and the OSD share the cores with the "training" process; a real
 # store is elsewhere. TIERING_STORE_NICE=19 lowers their priority to approximate that.
+# TIERING_PIN=1 puts the store's processes (every thread) on CPU 1 and the "training" process on
+# CPU 0: the store's own work then happens elsewhere, as on a cluster (the sender's network
+# stack still runs on CPU 0).
 if [ -n "${TIERING_STORE_NICE:-}" ]; then
   renice -n "$TIERING_STORE_NICE" -p $(cat "$WORK"/rgw/*.pid) >/dev/null
 fi
-PYTHONPATH="$BUILD/python" OMP_NUM_THREADS=1 /usr/bin/python3 - "$WORK" "$GIB" <<'EOF'
-import statistics, sys, time, torch, titan.checkpoint as ck
-work, gib = sys.argv[1], int(sys.argv[2])
+PIN=()
+if [ -n "${TIERING_PIN:-}" ]; then
+  for pid in $(cat "$WORK"/rgw/*.pid); do taskset -a -p -c 1 "$pid" >/dev/null; done
+  PIN=(taskset -c 0)
+fi
+# shellcheck disable=SC2086 # the variant's words are its arguments
+PYTHONPATH="$BUILD/python" OMP_NUM_THREADS=1 "${PIN[@]}" /usr/bin/python3 - "$WORK" "$GIB" $variant <<'EOF'
+import os, statistics, sys, time, torch, titan.checkpoint as ck
+work, gib, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+mirror = sys.argv[4] if len(sys.argv) > 4 else None
+node_local = len(sys.argv) > 5
 g = torch.Generator().manual_seed(1)
 state = {"w%d" % i: torch.randn(64 << 18, generator=g) for i in range(gib * 16)}
-for name, mirror in (("local", None), ("local+mirror", "s3://bench/tiered")):
-    blocking = []
-    for step in range(1, 5):
-        for t in state.values():
-            t.add_(1.0)  # every chunk changes, as after a training interval
-        ck.save(state, step, dir=f"{work}/tier-{name}", mirror=mirror, keep_last=2)
-        blocking.append(ck.last_stats()["blocking_s"])
-        time.sleep(2.0)  # the training between two saves
-    started = time.time()
-    durable = ck.wait(durable=True)
-    print(f"tiering: {name:13s} save() blocked median {statistics.median(blocking[1:]):.3f} s "
-          f"(saves 2-4: {', '.join(f'{b:.3f}' for b in blocking[1:])}); durable step {durable}, "
-          f"waited {time.time() - started:.1f} s for the last copy")
+blocking, calls = [], []
+saves = int(os.environ.get("TIERING_SAVES", "4"))
+for step in range(1, saves + 1):
+    for t in state.values():
+        t.add_(1.0)  # every chunk changes, as after a training interval
+    called = time.time()
+    ck.save(state, step, dir=f"{work}/tier-{name}", mirror=mirror, node_local=node_local,
+            keep_last=2)
+    calls.append(time.time() - called)
+    blocking.append(ck.last_stats()["blocking_s"])
+    time.sleep(2.0)  # the training between two saves
+started = time.time()
+durable = ck.wait(durable=True)
+print(f"tiering: {name:13s} save() blocked median {statistics.median(blocking[1:]):.3f} s "
+      f"(saves 2-{saves}: {', '.join(f'{b:.3f}' for b in blocking[1:])}), whole call "
+      f"{statistics.median(calls[1:]):.3f} s (with its wait for the previous save); "
+      f"durable step {durable}, waited {time.time() - started:.1f} s for the last copy")
 EOF
+done
 fi
 
 if has restore; then

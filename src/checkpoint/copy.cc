@@ -1,7 +1,11 @@
 #include "src/checkpoint/copy.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <deque>
 #include <future>
 #include <map>
@@ -12,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/log.h"
 #include "src/checkpoint/catalog.h"
 #include "src/checkpoint/hash.h"
 #include "src/checkpoint/layout.h"
@@ -173,6 +178,14 @@ Result<CopyReport> CopyDataFiles(Storage& from, const Manifest& manifest, Storag
   for (size_t i : picked) dirs.insert(DirOf(manifest.files[i]));
   for (const std::string& dir : dirs) TITAN_RETURN_IF_ERROR(to.SyncDir(dir));
   return report;
+}
+
+void LowerThreadPriorityForCopy() {
+  constexpr int kCopyNice = 10;
+  if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kCopyNice) != 0) {
+    Log(LogLevel::kDebug, "checkpoint", "could not lower a copy thread's priority: errno {}",
+        errno);
+  }
 }
 
 Result<CopyReport> CopyCheckpoint(Storage& from, int64_t step, Storage& to,

@@ -55,6 +55,11 @@ Result<CopyReport> CopyDataFiles(Storage& from, const Manifest& manifest, Storag
                                  const CopyOptions& options = {},
                                  const std::function<bool(const std::string& path)>& select = {});
 
+// Lowers the calling thread's CPU priority (nice 10) for a copy in the background, so that it
+// yields the CPU to training and to the next save's staging copy; threads it starts afterwards
+// (ranged reads, part uploads) inherit it. Best effort: a failure is logged at debug level.
+void LowerThreadPriorityForCopy();
+
 // DATA_LOSS when a chunk's bytes do not match the manifest (naming file and offset); CANCELLED
 // when options.cancelled said so; the source's and the destination's errors otherwise,
 // prefixed with the file being copied.

@@ -1,10 +1,5 @@
 #include "src/checkpoint/mirror.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <cerrno>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -15,9 +10,6 @@
 #include "src/checkpoint/layout.h"
 
 namespace titan::checkpoint {
-
-// nice(1) value of the copying threads.
-constexpr int kCopyNice = 10;
 
 std::string DurableMarkerPath(int64_t step) {
   return StepDirName(step) + "/" + std::string(kDurableMarkerName);
@@ -74,9 +66,7 @@ std::optional<int64_t> CheckpointMirror::durable_step() const {
 void CheckpointMirror::Run() {
   // The copy yields the CPU to training (and to the next save's staging copy): this thread and
   // the threads it starts (ranged reads, part uploads) inherit the lower priority.
-  if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kCopyNice) != 0) {
-    Log(LogLevel::kDebug, "checkpoint", "could not lower the mirror's priority: errno {}", errno);
-  }
+  LowerThreadPriorityForCopy();
   while (true) {
     int64_t step = 0;
     RetentionPolicy retention;

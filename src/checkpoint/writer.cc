@@ -354,7 +354,14 @@ Status CheckpointWriter::WriteRankData(int64_t step, const std::vector<Piece>& p
 Status CheckpointWriter::Upload(const Manifest& done, const SaveOptions& options) {
   // Every file the marker references, not only this save's: the store must hold what an
   // incremental save references, and files it already holds are skipped after one size check.
-  Result<CopyReport> copied = CopyDataFiles(*storage_, done, *commit_store_);
+  // On a thread of its own at the copy's lower priority (the mirror's too), as it yields the
+  // CPU to training.
+  Result<CopyReport> copied = InternalError("the upload thread did not run");
+  std::thread upload([&] {
+    LowerThreadPriorityForCopy();
+    copied = CopyDataFiles(*storage_, done, *commit_store_);
+  });
+  upload.join();
   if (!copied.ok()) {
     return copied.status().WithContext(
         fmt::format("uploading rank {}'s data to {}", options.rank, commit_store_->Describe("")));
