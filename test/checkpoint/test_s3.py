@@ -22,7 +22,7 @@ loopback; HTTP faults are injected by rgw.FaultProxy between titan and the gatew
 * Node-local directories: a 4-rank job on two "nodes" (a directory each) uploads every rank's
   data and commits at the store; each node keeps only its ranks' files; a 2-rank job restores
   bit for bit reading its node's files locally; `titan run --checkpoint-node-local` on a new
-  node prefetches only its ranks' files.
+  node prefetches only its ranks' files; a damaged local file makes the load read the store alone.
 * Prefetch: titan run copies the store's newest checkpoint into an empty local directory while
   the worker starts; load_latest waits for it and reads no chunk from the store.
 """
@@ -585,6 +585,26 @@ class S3CheckpointTest(unittest.TestCase):
         self.assertTrue(ends and ends[0]["copied"], ends)
         self.assertEqual(ends[0]["durable_step"], 8, ends)
         self.assertGreaterEqual(int(said.split("RANK 0 FROM_CACHE ")[1].split()[0]), 2, said)
+
+    def test_a_damaged_node_local_file_is_read_from_the_store_instead(self):
+        url, local = self.url("damaged"), os.path.join(self.tmp, "damaged-node")
+        state = {"w": tensors(4, 5), "step": 3}
+        ck.save(state, 3, async_=False, dir=local, mirror=url, node_local=True)
+        self.assertEqual(ck.latest_step(url), 3)
+        self.assertIsNone(ck.latest_step(local))  # the commit is at the store only
+        fresh = {"w": tensors(4, 6), "step": -1}
+        self.assertEqual(ck.load_latest(local, fresh, mirror=url), 3)
+        self.assertEqual(ck.last_load_stats()["files_from_cache"], 1)
+        (data,) = [f for f in local_files(local) if f.endswith(".data")]
+        with open(os.path.join(local, data), "r+b") as f:
+            f.seek(4096)
+            f.write(b"\xff" * 8)
+        fresh = {"w": tensors(4, 6), "step": -1}
+        with self.assertWarnsRegex(UserWarning, "alone"):
+            self.assertEqual(ck.load_latest(local, fresh, mirror=url), 3)
+        self.assertEqual(ck.last_load_stats()["files_from_cache"], 0)
+        self.assertTrue(all(torch.equal(fresh["w"][k], state["w"][k]) for k in state["w"]))
+        self.assertEqual(fresh["step"], 3)
 
 
 def local_files(root):
