@@ -589,7 +589,16 @@ class S3CheckpointTest(unittest.TestCase):
     def test_a_damaged_node_local_file_is_read_from_the_store_instead(self):
         url, local = self.url("damaged"), os.path.join(self.tmp, "damaged-node")
         state = {"w": tensors(4, 5), "step": 3}
-        ck.save(state, 3, async_=False, dir=local, mirror=url, node_local=True)
+        # Saved by a child: a writer of this process would outlive the test (wait(durable=True)
+        # answers for every writer of the process).
+        saver = subprocess.run([PYTHON, "-c", textwrap.dedent(f"""
+            import torch, titan.checkpoint as ck
+            g = torch.Generator().manual_seed(5)
+            w = {{"t%d" % i: torch.randn(1 << 18, generator=g) for i in range(4)}}
+            ck.save({{"w": w, "step": 3}}, 3, async_=False, dir={local!r}, mirror={url!r},
+                    node_local=True)
+        """)], capture_output=True, text=True, timeout=120, env=env())
+        self.assertEqual(saver.returncode, 0, saver.stderr)
         self.assertEqual(ck.latest_step(url), 3)
         self.assertIsNone(ck.latest_step(local))  # the commit is at the store only
         fresh = {"w": tensors(4, 6), "step": -1}
