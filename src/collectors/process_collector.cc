@@ -207,9 +207,11 @@ bool ProcessCollector::CollectOne(Entry& entry, const WatchedProcess& process, i
   if (!first && have_cpu_delta && interval_ns > 0) {
     const double cores =
         static_cast<double>(cpu_delta) / ticks_per_second_ * 1e9 / static_cast<double>(interval_ns);
+    // utime and stime are each truncated to ticks, so their sum may step by two ticks in an
+    // instant: allow two ticks over the interval beyond what the threads could use.
     const double max_cores =
         static_cast<double>(std::max<uint64_t>(stat.threads, 1)) * (1 + kCoresSlack) +
-        1e9 / ticks_per_second_ / static_cast<double>(interval_ns);
+        2e9 / ticks_per_second_ / static_cast<double>(interval_ns);
     if (cores <= max_cores) {
       RecordGauge(entry.cores, now_ns, cores);
     } else {
