@@ -96,9 +96,7 @@ Result<PrefetchOutcome> CheckpointPrefetch::Run() {
 
 Result<CopyReport> CheckpointPrefetch::FetchNodeFiles(Storage& store, int64_t step,
                                                       const CopyOptions& options) {
-  std::string path = ManifestPath(step);
-  TITAN_ASSIGN_OR_RETURN(std::string bytes, store.ReadFile(path, kMaxManifestBytes));
-  TITAN_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(bytes, store.Describe(path)));
+  TITAN_ASSIGN_OR_RETURN(Manifest manifest, ReadManifest(store, step));
   NodeRanks node = *node_;
   return CopyDataFiles(store, manifest, *local_, options, [node](const std::string& file) {
     std::optional<int> rank = DataFileRank(file);

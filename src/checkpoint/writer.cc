@@ -378,7 +378,7 @@ void CheckpointWriter::PruneLocal(int rank, int keep) {
     if (ParseStepDirName(name, &step)) steps.push_back(step);
   }
   std::sort(steps.rbegin(), steps.rend());
-  for (size_t i = static_cast<size_t>(std::max(keep, 1)); i < steps.size(); ++i) {
+  for (size_t i = static_cast<size_t>(keep); i < steps.size(); ++i) {
     std::string dir = StepDirName(steps[i]);
     Result<std::vector<std::string>> files = storage_->ListDir(dir);
     if (!files.ok()) continue;

@@ -130,7 +130,7 @@ class CheckpointWriter {
                        Manifest* done);
   // Node-local: uploads this rank's data file of `done` to the commit store.
   Status Upload(const Manifest& done, const SaveOptions& options);
-  // Node-local: removes this rank's local files of steps older than the newest `keep` ones.
+  // Node-local: removes this rank's local files of steps older than the newest `keep` (>= 1).
   void PruneLocal(int rank, int keep);
   // Where done markers, MANIFEST and "latest" go: the commit store, else the root.
   Storage& commit_root() { return commit_store_ ? *commit_store_ : *storage_; }

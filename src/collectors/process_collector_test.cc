@@ -104,49 +104,51 @@ TEST(ProcessCollectorTest, FixtureSnapshotsGiveExactNumbers) {
   EXPECT_TRUE(t.invalid().empty());
 }
 
-TEST(ProcessCollectorTest, ReusedPidStartsAfresh) {
-  ScratchRoots roots;
-  roots.LoadProcSnapshot("snap2");
-  TestContext t(roots.env());
-  t.processes().Watch(4242, 0);
-  ProcessCollector collector;
-  ASSERT_TRUE(collector.Init(t.ctx()).ok());
-  ASSERT_TRUE(collector.Collect(kT0).ok());
+// Snapshot "snap2" with pid 4242 watched as rank 0, and a collector initialised on it.
+class ProcessCollectorSnapshotTest : public ::testing::Test {
+ protected:
+  ProcessCollectorSnapshotTest() : t_(roots_.env()) {
+    roots_.LoadProcSnapshot("snap2");
+    t_.processes().Watch(4242, 0);
+  }
+  void SetUp() override { ASSERT_TRUE(collector_.Init(t_.ctx()).ok()); }
+  // Rewrites pid 4242's stat: one thread, `utime` and `stime` ticks, started at tick 2000000.
+  void WriteStat(int utime, int stime) {
+    testing::WriteFile(roots_.proc() / "4242/stat",
+                       fmt::format("4242 (other) S 1 1 1 0 -1 0 0 0 0 0 {} {} 0 0 20 0 1 0 "
+                                   "2000000 1 100 0\n",
+                                   utime, stime));
+  }
+
+  ScratchRoots roots_;
+  TestContext t_;
+  ProcessCollector collector_;
+};
+
+TEST_F(ProcessCollectorSnapshotTest, ReusedPidStartsAfresh) {
+  ASSERT_TRUE(collector_.Collect(kT0).ok());
   // Same pid, another start time and less CPU time: a new process, not a counter going back.
-  testing::WriteFile(roots.proc() / "4242/stat",
-                     "4242 (other) S 1 1 1 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 2000000 1 100 0\n");
-  ASSERT_TRUE(collector.Collect(kT0 + kSecond).ok());
-  EXPECT_TRUE(t.invalid().empty());
-  EXPECT_DOUBLE_EQ(t.Counter("titan_process_cpu_seconds_total{rank=\"0\",pid=\"4242\"}"),
+  WriteStat(10, 5);
+  ASSERT_TRUE(collector_.Collect(kT0 + kSecond).ok());
+  EXPECT_TRUE(t_.invalid().empty());
+  EXPECT_DOUBLE_EQ(t_.Counter("titan_process_cpu_seconds_total{rank=\"0\",pid=\"4242\"}"),
                    (1900 + 15) / Ticks());  // the exported total keeps growing
 }
 
-TEST(ProcessCollectorTest, UserAndSystemTimeEachRoundedToATickAreNotAGlitch) {
+TEST_F(ProcessCollectorSnapshotTest, UserAndSystemTimeEachRoundedToATickAreNotAGlitch) {
   // /proc/<pid>/stat truncates utime and stime to ticks separately, so two readings a moment
   // apart can differ by two ticks when both cross a tick (seen under TSan: CI flagged the test
   // process' own CPU use as "above its thread count"). A third tick in that moment is a glitch.
-  ScratchRoots roots;
-  roots.LoadProcSnapshot("snap2");
-  TestContext t(roots.env());
-  t.processes().Watch(4242, 0);
-  ProcessCollector collector;
-  ASSERT_TRUE(collector.Init(t.ctx()).ok());
-  auto stat = [&](int utime, int stime) {
-    testing::WriteFile(roots.proc() / "4242/stat",
-                       fmt::format("4242 (one) R 1 1 1 0 -1 0 0 0 0 0 {} {} 0 0 20 0 1 0 2000000 "
-                                   "1 100 0\n",
-                                   utime, stime));
-  };
   constexpr int64_t kMs = 1'000'000;
-  stat(10, 5);
-  ASSERT_TRUE(collector.Collect(kT0).ok());
-  stat(11, 6);  // two ticks in 1 ms on one thread: each field crossed one
-  ASSERT_TRUE(collector.Collect(kT0 + kMs).ok());
-  EXPECT_TRUE(t.invalid().empty()) << t.invalid()[0];
-  EXPECT_DOUBLE_EQ(t.Last("titan_process_cpu_cores{rank=\"0\",pid=\"4242\"}"), 2 / Ticks() * 1e3);
-  stat(13, 7);  // three more in the next 1 ms
-  ASSERT_TRUE(collector.Collect(kT0 + 2 * kMs).ok());
-  EXPECT_EQ(t.invalid().size(), 1u);
+  WriteStat(10, 5);
+  ASSERT_TRUE(collector_.Collect(kT0).ok());
+  WriteStat(11, 6);  // two ticks in 1 ms on one thread: each field crossed one
+  ASSERT_TRUE(collector_.Collect(kT0 + kMs).ok());
+  EXPECT_TRUE(t_.invalid().empty()) << t_.invalid()[0];
+  EXPECT_DOUBLE_EQ(t_.Last("titan_process_cpu_cores{rank=\"0\",pid=\"4242\"}"), 2 / Ticks() * 1e3);
+  WriteStat(13, 7);  // three more in the next 1 ms
+  ASSERT_TRUE(collector_.Collect(kT0 + 2 * kMs).ok());
+  EXPECT_EQ(t_.invalid().size(), 1u);
 }
 
 TEST(ProcessCollectorTest, RealChildProcessAndItsExit) {
