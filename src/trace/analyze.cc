@@ -62,14 +62,17 @@ AnalysisResult AnalyzeRanks(const std::vector<std::string>& files, const Analyze
   };
   std::vector<Slot> slots(files.size());
   std::atomic<size_t> next{0};
-  // Fewer files than threads: each file's import takes a second thread.
-  const ImportThreads import_threads =
-      options.threads > static_cast<int>(files.size()) ? ImportThreads::kTwo : ImportThreads::kOne;
+  // Fewer files than threads: each file's events are parsed on its share of them, beside the
+  // thread that reads it (which mostly waits for them).
+  const ImportOptions import_options{.parse_threads =
+                                         options.threads > static_cast<int>(files.size())
+                                             ? options.threads / static_cast<int>(files.size())
+                                             : 0};
   auto worker = [&] {
     while (true) {
       size_t i = next.fetch_add(1);
       if (i >= files.size()) return;
-      Result<RankTrace> trace = ImportTraceFile(files[i], options.rank_rule, import_threads);
+      Result<RankTrace> trace = ImportTraceFile(files[i], options.rank_rule, import_options);
       if (!trace.ok()) {
         slots[i].error = std::string(trace.status().message());
         continue;

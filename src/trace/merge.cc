@@ -113,7 +113,7 @@ Result<MergeStats> MergeTelemetry(const std::vector<std::string>& trace_files,
     // First pass: rank and clock (small: metadata only is kept).
     TITAN_ASSIGN_OR_RETURN(RankTrace meta,
                            ImportTraceFile(path, RankRule{.single_file = trace_files.size() == 1},
-                                           ImportThreads::kTwo));
+                                           ImportOptions{.parse_threads = 2}));
     if (!meta.wall_clock) {
       stats.warnings.push_back(fmt::format(
           "{}: the trace has no wall clock (legacy profiler); its events keep their own "

@@ -149,7 +149,9 @@ struct RankTrace {
   bool hta_dur_missing = false;
   bool hta_dur_float = false;
   uint64_t input_bytes = 0;  // uncompressed JSON size
-  int import_threads = 1;    // 2 when the events were parsed on a thread beside the scan
+  int import_threads = 1;    // the reading thread and those that parsed events beside it
+  // A seam cut fell inside an event: the document was read again with exact cuts.
+  bool import_read_twice = false;
   // Whether ops[0] is traceEvents[0] (HTA joins "not found" correlations to event index 0).
   bool first_op_is_first_event = false;
 

@@ -6,8 +6,9 @@ namespace titan::trace {
 
 std::vector<Interval> Union(std::vector<Interval> in) {
   std::erase_if(in, [](const Interval& i) { return i.end_ns <= i.begin_ns; });
-  std::sort(in.begin(), in.end(),
-            [](const Interval& a, const Interval& b) { return a.begin_ns < b.begin_ns; });
+  auto earlier = [](const Interval& a, const Interval& b) { return a.begin_ns < b.begin_ns; };
+  // Mostly in order already; the order of ties does not change the union.
+  if (!std::is_sorted(in.begin(), in.end(), earlier)) std::sort(in.begin(), in.end(), earlier);
   std::vector<Interval> out;
   for (const Interval& i : in) {
     if (!out.empty() && i.begin_ns <= out.back().end_ns) {

@@ -31,12 +31,22 @@ bool IsCpuSide(EventKind k) {
          k == EventKind::kPythonFunction;
 }
 
+// A stable sort (ties keep their trace order), skipped when the range is in order already, as
+// traces mostly are.
+template <typename It, typename Less>
+void SortUnlessSorted(It begin, It end, Less less) {
+  if (!std::is_sorted(begin, end, less)) std::stable_sort(begin, end, less);
+}
+
+bool StartsEarlier(const Op* a, const Op* b) { return a->ts_ns < b->ts_ns; }
+
 // CPU ops of one thread sorted by start, to find the innermost op running at a time.
 class ThreadOps {
  public:
   void Add(const Op* op) { ops_.push_back(op); }
+  size_t size() const { return ops_.size(); }
   void Sort() {
-    std::sort(ops_.begin(), ops_.end(), [](const Op* a, const Op* b) {
+    SortUnlessSorted(ops_.begin(), ops_.end(), [](const Op* a, const Op* b) {
       if (a->ts_ns != b->ts_ns) return a->ts_ns < b->ts_ns;
       return a->dur_ns > b->dur_ns;  // parents first
     });
@@ -55,6 +65,28 @@ class ThreadOps {
 
  private:
   std::vector<const Op*> ops_;
+};
+
+// Runtime launch calls by correlation id; of calls sharing an id, the last in trace order counts.
+class LaunchIndex {
+ public:
+  void Add(const Op* op) { calls_.emplace_back(op->correlation, op); }
+  void Seal() {  // after the last Add; ids mostly grow along the trace already
+    auto by_id = [](const Entry& a, const Entry& b) { return a.first < b.first; };
+    if (!std::is_sorted(calls_.begin(), calls_.end(), by_id)) {
+      std::stable_sort(calls_.begin(), calls_.end(), by_id);
+    }
+  }
+  const Op* Find(int64_t correlation) const {
+    auto after = std::upper_bound(calls_.begin(), calls_.end(), correlation,
+                                  [](int64_t id, const Entry& e) { return id < e.first; });
+    if (after == calls_.begin() || std::prev(after)->first != correlation) return nullptr;
+    return std::prev(after)->second;
+  }
+
+ private:
+  using Entry = std::pair<int64_t, const Op*>;
+  std::vector<Entry> calls_;
 };
 
 int64_t Percentile(std::vector<int64_t>& sorted, double q) {
@@ -126,28 +158,31 @@ RankSummary SummariseRank(const RankTrace& t, const SummaryOptions& options) {
 
   // Index the trace.
   std::vector<const Op*> steps, gpu;
-  std::unordered_map<int64_t, const Op*> launch_of;  // correlation -> runtime call
+  LaunchIndex launch_of;  // correlation -> runtime call
   std::unordered_map<int32_t, ThreadOps> threads;
-  std::unordered_map<int32_t, size_t> thread_op_count;
+  ThreadOps* last_thread = nullptr;  // ops come in runs of one thread: one lookup per run
+  int32_t last_tid = 0;
   for (const Op& op : t.ops) {
-    std::string_view name = t.Name(op);
     if (IsGpuActivity(op.kind)) {
       gpu.push_back(&op);
     } else if (IsLaunch(op.kind)) {
-      if (op.correlation != -1) launch_of[op.correlation] = &op;
+      if (op.correlation != -1) launch_of.Add(&op);
     } else if (IsCpuSide(op.kind) && op.stream == -1) {
-      if (IsStepName(name)) {
+      if (IsStepName(t.Name(op))) {
         steps.push_back(&op);
       } else {
-        threads[op.tid].Add(&op);
-        thread_op_count[op.tid]++;
+        if (last_thread == nullptr || op.tid != last_tid) {
+          last_thread = &threads[op.tid];  // nodes never move
+          last_tid = op.tid;
+        }
+        last_thread->Add(&op);
       }
     }
   }
+  launch_of.Seal();
   for (auto& [tid, ops] : threads) ops.Sort();
-  std::sort(steps.begin(), steps.end(),
-            [](const Op* a, const Op* b) { return a->ts_ns < b->ts_ns; });
-  std::sort(gpu.begin(), gpu.end(), [](const Op* a, const Op* b) { return a->ts_ns < b->ts_ns; });
+  SortUnlessSorted(steps.begin(), steps.end(), StartsEarlier);
+  SortUnlessSorted(gpu.begin(), gpu.end(), StartsEarlier);
   s.has_gpu = !gpu.empty();
 
   // GPU classes, computed once per distinct name.
@@ -184,9 +219,9 @@ RankSummary SummariseRank(const RankTrace& t, const SummaryOptions& options) {
       main_tid = steps.front()->tid;
     } else {
       size_t best = 0;
-      for (auto& [tid, count] : thread_op_count) {
-        if (count > best) {
-          best = count;
+      for (auto& [tid, ops] : threads) {
+        if (ops.size() > best) {
+          best = ops.size();
           main_tid = tid;
         }
       }
@@ -258,23 +293,31 @@ RankSummary SummariseRank(const RankTrace& t, const SummaryOptions& options) {
     // The `keep` longest (earliest first among equals), in a heap of at most keep + 1: a rank
     // with a million gaps no longer holds them all (~125 MB each, kept by a resize).
     const size_t keep = static_cast<size_t>(std::max(0, options.top_gaps));
-    auto longer = [](const IdleGap& a, const IdleGap& b) {
+    struct Gap {
+      int64_t begin_ns, length_ns;
+    };
+    auto longer = [](const Gap& a, const Gap& b) {
       return a.length_ns != b.length_ns ? a.length_ns > b.length_ns : a.begin_ns < b.begin_ns;
     };
-    std::vector<IdleGap> gaps;  // a heap whose front is the shortest kept
+    std::vector<Gap> longest;  // a heap whose front is the shortest kept
     int64_t cursor = s.total.begin_ns;
     for (const Interval& i : in_steps) {
       if (i.begin_ns > cursor && keep > 0) {
-        gaps.push_back(IdleGap{cursor, i.begin_ns - cursor});
-        std::push_heap(gaps.begin(), gaps.end(), longer);
-        if (gaps.size() > keep) {
-          std::pop_heap(gaps.begin(), gaps.end(), longer);
-          gaps.pop_back();
+        longest.push_back(Gap{cursor, i.begin_ns - cursor});
+        std::push_heap(longest.begin(), longest.end(), longer);
+        if (longest.size() > keep) {
+          std::pop_heap(longest.begin(), longest.end(), longer);
+          longest.pop_back();
         }
       }
       cursor = std::max(cursor, i.end_ns);
     }
-    std::sort(gaps.begin(), gaps.end(), longer);
+    std::sort(longest.begin(), longest.end(), longer);
+    std::vector<IdleGap> gaps(longest.size());
+    for (size_t k = 0; k < longest.size(); ++k) {
+      gaps[k].begin_ns = longest[k].begin_ns;
+      gaps[k].length_ns = longest[k].length_ns;
+    }
     for (IdleGap& g : gaps) {
       int64_t gap_end = g.begin_ns + g.length_ns;
       g.step = step_of(g.begin_ns);
@@ -283,9 +326,8 @@ RankSummary SummariseRank(const RankTrace& t, const SummaryOptions& options) {
                                    [](const Op* op, int64_t v) { return op->ts_ns < v; });
         if (it == gpu.end()) continue;
         g.next_op = std::string(t.Name(**it));
-        auto launch = launch_of.find((*it)->correlation);
-        if (launch == launch_of.end()) continue;
-        const Op* call = launch->second;
+        const Op* call = launch_of.Find((*it)->correlation);
+        if (call == nullptr) continue;
         g.launch_after_gap_ns = call->ts_ns - g.begin_ns;
         auto th = threads.find(call->tid);
         if (th == threads.end()) continue;
@@ -310,10 +352,8 @@ RankSummary SummariseRank(const RankTrace& t, const SummaryOptions& options) {
   // Launch delays.
   std::vector<int64_t> delays;
   for (const Op* op : gpu) {
-    auto launch = launch_of.find(op->correlation);
-    if (op->correlation != -1 && launch != launch_of.end()) {
-      delays.push_back(op->ts_ns - launch->second->ts_ns);
-    }
+    const Op* call = op->correlation != -1 ? launch_of.Find(op->correlation) : nullptr;
+    if (call != nullptr) delays.push_back(op->ts_ns - call->ts_ns);
   }
   std::sort(delays.begin(), delays.end());
   s.launch_delay.count = static_cast<int64_t>(delays.size());
@@ -326,10 +366,12 @@ RankSummary SummariseRank(const RankTrace& t, const SummaryOptions& options) {
 
   // Data loading.
   std::vector<Interval> loader;
+  std::vector<int8_t> is_loader(t.strings.size(), -1);  // by name, computed once
   for (const Op& op : t.ops) {
-    if (IsCpuSide(op.kind) && t.Name(op).find("DataLoader") != std::string_view::npos) {
-      loader.push_back({op.ts_ns, op.end_ns()});
-    }
+    if (!IsCpuSide(op.kind)) continue;
+    int8_t& loads = is_loader[op.name];
+    if (loads < 0) loads = t.Name(op).find("DataLoader") != std::string_view::npos;
+    if (loads) loader.push_back({op.ts_ns, op.end_ns()});
   }
   if (!s.steps.empty()) {
     s.dataloader_ns = TotalLength(Clip(Union(std::move(loader)), s.total.begin_ns, s.total.end_ns));
@@ -352,8 +394,7 @@ RankSummary SummariseRank(const RankTrace& t, const SummaryOptions& options) {
         }
       }
     }
-    std::sort(calls.begin(), calls.end(),
-              [](const Op* a, const Op* b) { return a->ts_ns < b->ts_ns; });
+    SortUnlessSorted(calls.begin(), calls.end(), StartsEarlier);
   }
   std::map<std::pair<std::string, std::string>, int64_t> ordinals;
   for (const Op* op : calls) {

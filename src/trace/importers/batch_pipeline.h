@@ -1,14 +1,17 @@
-// A two-stage pipeline for one trace file: the thread that reads and scans the document hands
-// batches of whole events to one worker thread that parses them, in order, so a single large
-// trace uses two cores (the scan and the parse cost about the same).
+// A pipeline for one trace file: the thread that reads the document cuts it into batches of
+// whole events and hands them to `workers` threads that parse them at once, each into a slot of
+// its own; the parsed slots are then merged in document order, one at a time, by whichever
+// worker finishes the next one. One file on every core.
 //
-// Bounded: at most kQueuedBatches batches wait; Submit blocks beyond that, so memory is a few
-// batches (about 1 MiB each) whatever the file size. Buffers are recycled between the stages.
-// Errors: the first batch whose work fails stops the worker; later batches are dropped, and
-// Submit and Drain return that status (it is earlier in the document than anything the producer
-// finds after it).
-// Thread safety: Submit and Drain are called by one producer thread; `work` runs on the worker
-// thread, one batch at a time, in submission order.
+// Bounded: at most slots() = workers + kQueuedBatches batches are between Submit and their
+// merge; Submit blocks beyond that, so memory is a few batches (a few hundred KiB each) and their
+// slots whatever the file size. Buffers are recycled between the stages.
+// Errors: the first batch, in submission order, whose parse or merge fails stops the pipeline;
+// later batches are dropped (their slots are never merged), and Submit and Drain return that
+// status (it is earlier in the document than anything the producer finds after it).
+// Thread safety: Submit and Drain are called by one producer thread. `parse` runs on the worker
+// threads, concurrently for different slots (a slot is parsed again only after it was merged);
+// `merge` runs on one worker at a time, in submission order, never beside a parse of its slot.
 #pragma once
 
 #include <condition_variable>
@@ -17,6 +20,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -24,42 +28,64 @@
 
 namespace titan::trace {
 
-// "[event,event,...]" copied out of the document, padded for simdjson.
+// "[event,event,...]" out of the document, padded for simdjson: bytes[begin, begin + len).
 struct EventBatchBytes {
-  std::vector<char> bytes;  // readable up to bytes.size() >= len + SIMDJSON_PADDING
+  std::vector<char> bytes;  // readable up to bytes.size() >= begin + len + SIMDJSON_PADDING
+  size_t begin = 0;
   size_t len = 0;
-  int64_t doc_offset = 0;               // document offset of bytes[0] (the added '[' is -1)
-  std::vector<uint32_t> element_begin;  // where each event starts in `bytes`
+  int64_t doc_offset = 0;               // document offset of json()[0] (the added '[' is -1)
+  std::vector<uint32_t> element_begin;  // where each event starts in json() (exact cuts only)
+
+  const char* json() const { return bytes.data() + begin; }
+  size_t capacity() const { return bytes.size() - begin; }
 };
 
 class BatchPipeline {
  public:
   static constexpr size_t kQueuedBatches = 2;
-  using Work = std::function<Status(const EventBatchBytes&)>;
+  // Parses `batch` into slot `slot` (< slots()).
+  using Parse = std::function<Status(const EventBatchBytes& batch, size_t slot)>;
+  // Folds slot `slot` into the result, in submission order.
+  using Merge = std::function<Status(size_t slot)>;
 
-  explicit BatchPipeline(Work work);
-  ~BatchPipeline();  // drops queued batches and joins the worker
+  // `workers` >= 1 threads are started at once.
+  BatchPipeline(int workers, Parse parse, Merge merge);
+  ~BatchPipeline();  // drops queued batches and joins the workers
   BatchPipeline(const BatchPipeline&) = delete;
   BatchPipeline& operator=(const BatchPipeline&) = delete;
 
-  // Queues `*batch` for the worker; `*batch` is then a recycled (or empty) buffer to fill next.
-  // Blocks while kQueuedBatches wait. Returns the worker's first error, if any (not queued then).
+  // How many slots the callbacks are called with (0 .. slots() - 1).
+  static size_t SlotsFor(int workers) { return static_cast<size_t>(workers) + kQueuedBatches; }
+  size_t slots() const { return done_.size(); }
+
+  // Queues `*batch`; `*batch` is then a recycled (or empty) buffer to fill next. Blocks while
+  // slots() batches are unmerged. Returns the first error, if any (nothing is queued then).
   Status Submit(EventBatchBytes* batch);
-  // Waits until every queued batch has been worked on; the first error, if any.
+  // Waits until every submitted batch has been merged; the first error, if any.
   Status Drain();
 
  private:
   void RunWorker();
+  void MergeReadySlots(std::unique_lock<std::mutex>& lock);  // holds mu_ on entry and exit
 
-  Work work_;
+  struct Job {
+    uint64_t seq = 0;
+    EventBatchBytes batch;
+  };
+
+  Parse parse_;
+  Merge merge_;
   std::mutex mu_;
   std::condition_variable changed_;
-  std::deque<EventBatchBytes> queue_;   // guarded by mu_
-  std::vector<EventBatchBytes> spare_;  // guarded by mu_: buffers the worker is done with
-  bool busy_ = false;                   // guarded by mu_: the worker holds a batch
-  bool stopping_ = false;               // guarded by mu_
-  Status error_;                        // guarded by mu_
-  std::thread worker_;                  // last: started once the rest exists
+  std::deque<Job> queue_;                    // guarded by mu_
+  std::vector<EventBatchBytes> spare_;       // guarded by mu_: buffers the workers are done with
+  std::vector<std::optional<Status>> done_;  // guarded by mu_: by slot, a parse's outcome
+  uint64_t submitted_ = 0;                   // guarded by mu_
+  uint64_t merged_ = 0;                      // guarded by mu_: batches merged (or dropped)
+  bool merging_ = false;                     // guarded by mu_: a worker is in merge_
+  bool stopping_ = false;                    // guarded by mu_
+  Status error_;                             // guarded by mu_
+  std::vector<std::thread> workers_;         // last: started once the rest exists
 };
 
 }  // namespace titan::trace

@@ -66,6 +66,49 @@ Status ParseEventBatch(const char* json, size_t len, size_t capacity,
                                       first_malformed);
 }
 
+void AppendParsedBatch(RankTrace* part, RankTrace* into) {
+  std::vector<StringId> ids(part->strings.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = into->strings.Intern(part->strings.Get(static_cast<StringId>(i)));
+  }
+  const auto collective_base = static_cast<int32_t>(into->collectives.size());
+  for (CollectiveArgs c : part->collectives) {
+    for (StringId* s : {&c.collective_name, &c.process_group, &c.process_group_desc,
+                        &c.process_group_ranks, &c.dtype}) {
+      *s = ids[*s];
+    }
+    into->collectives.push_back(c);
+  }
+  if (into->stats.events == 0) into->first_op_is_first_event = part->first_op_is_first_event;
+  for (Op op : part->ops) {
+    op.name = ids[op.name];
+    if (op.collective >= 0) op.collective += collective_base;
+    into->ops.push_back(op);
+  }
+  ImportStats& s = into->stats;
+  const ImportStats& p = part->stats;
+  static_assert(sizeof(ImportStats) == 11 * sizeof(uint64_t), "add a new count below");
+  s.events += p.events;
+  s.complete_events += p.complete_events;
+  s.flow_events += p.flow_events;
+  s.metadata_events += p.metadata_events;
+  s.other_phase_events += p.other_phase_events;
+  s.unknown_category += p.unknown_category;
+  s.negative_durations += p.negative_durations;
+  s.missing_fields += p.missing_fields;
+  s.malformed_ph += p.malformed_ph;
+  s.malformed_ts += p.malformed_ts;
+  s.malformed_dur += p.malformed_dur;
+  into->hta_float_ts |= part->hta_float_ts;
+  into->hta_ts_missing |= part->hta_ts_missing;
+  into->hta_dur_missing |= part->hta_dur_missing;
+  into->hta_dur_float |= part->hta_dur_float;
+  std::vector<Op> ops = std::move(part->ops);  // keeps its capacity for the next batch
+  ops.clear();
+  *part = RankTrace();
+  part->ops = std::move(ops);
+}
+
 namespace internal {
 
 Status ParseEventBatchDom(const char* json, size_t len, size_t capacity,

@@ -33,6 +33,11 @@ Status ParseEventBatch(const char* json, size_t len, size_t capacity,
                        const EventParseOptions& options, int64_t doc_offset, RankTrace* out,
                        FirstMalformedEvent* first_malformed = nullptr);
 
+// Appends `part`, batches parsed into a RankTrace of their own (on another thread), to `into`
+// as if they had been parsed there: strings re-interned, collective indexes moved, counts and
+// HTA dtype flags added. Only what ParseEventBatch writes is moved; `part` is left empty.
+void AppendParsedBatch(RankTrace* part, RankTrace* into);
+
 // Which implementation ParseEventBatch uses on this machine: "ondemand-avx2" or "dom".
 const char* EventBatchParserName();
 

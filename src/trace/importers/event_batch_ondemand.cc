@@ -134,6 +134,12 @@ Status ParseEventBatchOnDemand(const char* json, size_t len, size_t capacity,
     }
     ++index;
   }
+  // Nothing may follow the array. A batch cut inside a string or a nested value (a seam cut,
+  // json_stream.h) leaves a value open or a stray bracket that On-Demand need not look at, and a
+  // failed read inside an event's args stops the iterator: all three leave it short of the end.
+  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) {
+    return Malformed(doc_offset, "batch", simdjson::TAPE_ERROR);
+  }
   return OkStatus();
 }
 

@@ -81,13 +81,27 @@ void WarnAboutMalformedEvents(RankTrace* t, const FirstMalformedEvent& first) {
 
 }  // namespace
 
-Result<RankTrace> ImportTrace(ByteSource* source, const std::string& name, ImportThreads threads) {
+namespace {
+
+// A batch parsed on a worker thread, waiting to be appended to the trace.
+struct ParsedBatch {
+  RankTrace trace;
+  FirstMalformedEvent first_malformed;
+};
+
+// One pass over the document. `*seam_cut_used` says whether a failure may be the cut's.
+Result<RankTrace> ImportOnce(ByteSource* source, const std::string& name,
+                             const ImportOptions& import_options, bool* seam_cut_used) {
   RankTrace trace;
   trace.path = name;
   const TraceImporter* importer = nullptr;
   EventParseOptions options;
   FirstMalformedEvent first_malformed;
-  JsonStream stream(source, name, threads == ImportThreads::kTwo);
+  JsonStream stream(
+      source, name,
+      {import_options.parse_threads, import_options.seam_cut, import_options.batch_bytes});
+  // Declared before the handler: the stream's workers write to them until Run returns.
+  std::vector<ParsedBatch> batches(stream.batch_slots() > 1 ? stream.batch_slots() : 0);
   JsonStream::Handler handler;
   handler.on_top_level = [&](TopLevel top) -> Status {
     for (const TraceImporter* candidate : Importers()) {
@@ -103,18 +117,57 @@ Result<RankTrace> ImportTrace(ByteSource* source, const std::string& name, Impor
                           const OffsetMap& offsets) -> Status {
     return importer->OnMember(key, value, offsets, &trace);
   };
-  handler.on_batch = [&](const char* json, size_t len, size_t capacity,
-                         int64_t doc_offset) -> Status {
-    return ParseEventBatch(json, len, capacity, options, doc_offset, &trace, &first_malformed);
+  // One slot: parsed straight into the trace. Several: each into its own, appended in order.
+  handler.on_batch = [&](const char* json, size_t len, size_t capacity, int64_t doc_offset,
+                         size_t slot) -> Status {
+    if (batches.empty()) {
+      return ParseEventBatch(json, len, capacity, options, doc_offset, &trace, &first_malformed);
+    }
+    ParsedBatch& b = batches[slot];
+    return ParseEventBatch(json, len, capacity, options, doc_offset, &b.trace, &b.first_malformed);
+  };
+  handler.on_batch_merge = [&](size_t slot) -> Status {
+    if (batches.empty()) return OkStatus();
+    ParsedBatch& b = batches[slot];
+    if (first_malformed.offset < 0) first_malformed = b.first_malformed;
+    b.first_malformed = FirstMalformedEvent{};
+    AppendParsedBatch(&b.trace, &trace);
+    return OkStatus();
   };
   TopLevel top;
   bool saw_events = false;
-  TITAN_RETURN_IF_ERROR(stream.Run(handler, &top, &saw_events));
+  Status run = stream.Run(handler, &top, &saw_events);
+  *seam_cut_used = stream.seam_cut_used();
+  TITAN_RETURN_IF_ERROR(run);
   trace.input_bytes = stream.bytes_read();
-  trace.import_threads = stream.used_worker() ? 2 : 1;
+  trace.import_threads = 1 + (stream.used_workers() ? import_options.parse_threads : 0);
   TITAN_RETURN_IF_ERROR(RefuseIfNothingUsable(trace, first_malformed));
   TITAN_RETURN_IF_ERROR(importer->Finish(saw_events, &trace));
   WarnAboutMalformedEvents(&trace, first_malformed);
+  return trace;
+}
+
+}  // namespace
+
+SourceOpener MemoryOpener(std::string_view data, std::string name) {
+  return [data, name = std::move(name)]() -> Result<std::unique_ptr<ByteSource>> {
+    return MemorySource(data, name);
+  };
+}
+
+Result<RankTrace> ImportTrace(const SourceOpener& open, const std::string& name,
+                              const ImportOptions& options) {
+  TITAN_ASSIGN_OR_RETURN(std::unique_ptr<ByteSource> source, open());
+  bool seam_cut_used = false;
+  Result<RankTrace> trace = ImportOnce(source.get(), name, options, &seam_cut_used);
+  if (trace.ok() || !seam_cut_used) return trace;
+  // A seam may have fallen inside an event: only exact cuts can tell a bad file from a bad cut.
+  source.reset();
+  TITAN_ASSIGN_OR_RETURN(source, open());
+  ImportOptions exact = options;
+  exact.seam_cut = false;
+  trace = ImportOnce(source.get(), name, exact, &seam_cut_used);
+  if (trace.ok()) trace->import_read_twice = true;
   return trace;
 }
 
@@ -144,9 +197,9 @@ int64_t RankFromFileName(std::string_view path) {
 }
 
 Result<RankTrace> ImportTraceFile(const std::string& path, const RankRule& rule,
-                                  ImportThreads threads) {
-  TITAN_ASSIGN_OR_RETURN(std::unique_ptr<ByteSource> source, OpenTraceFile(path));
-  TITAN_ASSIGN_OR_RETURN(RankTrace trace, ImportTrace(source.get(), path, threads));
+                                  const ImportOptions& options) {
+  TITAN_ASSIGN_OR_RETURN(RankTrace trace,
+                         ImportTrace([&] { return OpenTraceFile(path); }, path, options));
   if (rule.forced >= 0) {
     if (!trace.rank_problem.empty()) {
       trace.warnings.push_back(

@@ -9,6 +9,7 @@
 // Thread safety: importers are stateless; ImportTraceFile may run on many threads at once.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,18 +44,29 @@ class TraceImporter {
 // The registered importers, in detection order.
 const std::vector<const TraceImporter*>& Importers();
 
-// How many threads one import may use.
-enum class ImportThreads {
-  kOne,  // everything on the calling thread
-  kTwo,  // events parsed on a second thread while the calling thread reads (inflates) and
-         // scans on: for a file analysed alone, or fewer files than cores. The same result.
-         // (A third thread inflating gzip ahead was measured slower on 2 cores: 0.071 ->
-         // 0.083 s for a 54 MB rank; the copy out of its chunks costs what it saves.)
+// How one import runs.
+struct ImportOptions {
+  // Threads parsing events beside the calling thread, which reads (inflates) and cuts the
+  // document into batches: 0 for everything on the calling thread (many files, one per core),
+  // up to the cores for a file analysed alone (or fewer files than cores). The same result.
+  int parse_threads = 0;
+  // Cut batches at seams without scanning the structure between them (json_stream.h); a seam
+  // that turns out not to lie between two events makes the import read the document again with
+  // exact cuts (RankTrace::import_read_twice). Off: exact cuts only (tests compare the two).
+  bool seam_cut = true;
+  size_t batch_bytes = JsonStreamOptions::kBatchBytes;  // tests and fuzzers make it small
 };
 
-// Streams `source` (named `name` in messages) into a RankTrace; the rank is not resolved.
-Result<RankTrace> ImportTrace(ByteSource* source, const std::string& name,
-                              ImportThreads threads = ImportThreads::kOne);
+// Opens the document afresh (an import may read it twice).
+using SourceOpener = std::function<Result<std::unique_ptr<ByteSource>>()>;
+
+// An opener over bytes in memory (tests and fuzzers); `data` must outlive the import.
+SourceOpener MemoryOpener(std::string_view data, std::string name);
+
+// Streams the document that `open` gives (named `name` in messages) into a RankTrace; the rank
+// is not resolved.
+Result<RankTrace> ImportTrace(const SourceOpener& open, const std::string& name,
+                              const ImportOptions& options = {});
 
 // How ImportTraceFile decides which rank a trace is.
 struct RankRule {
@@ -70,7 +82,7 @@ struct RankRule {
 // Opens, imports and resolves the rank of one trace file. A distributedInfo.rank that is not an
 // integer in 0..2^31-1, or such a number in the file name, is an error naming the value.
 Result<RankTrace> ImportTraceFile(const std::string& path, const RankRule& rule = {},
-                                  ImportThreads threads = ImportThreads::kOne);
+                                  const ImportOptions& options = {});
 
 // The rank an explicit rank token in the base name gives: "rank3.json", "rank_3.pt.trace.json",
 // "host_rank-12.json.gz" (case-insensitive; "rank" not preceded by a letter, then at most one of

@@ -32,9 +32,8 @@ std::string Gzip(std::string_view data) {
 }
 
 Result<RankTrace> FromMemory(const std::string& data, const std::string& name = "mem.json",
-                             ImportThreads threads = ImportThreads::kOne) {
-  auto source = MemorySource(data, name);
-  return ImportTrace(source.get(), name, threads);
+                             const ImportOptions& options = {}) {
+  return ImportTrace(MemoryOpener(data, name), name, options);
 }
 
 // More than 8 MiB of events (several buffer refills and batches) whose names and args hold
@@ -155,11 +154,11 @@ TEST(KinetoImporter, TwoThreadsImportWhatOneDoes) {
     for (bool gz : {false, true}) {
       std::string data = gz ? Gzip(doc) : doc;
       Result<RankTrace> one = FromMemory(data);
-      Result<RankTrace> two = FromMemory(data, "mem.json", ImportThreads::kTwo);
+      Result<RankTrace> two = FromMemory(data, "mem.json", {.parse_threads = 2});
       ASSERT_TRUE(one.ok()) << one.status().ToString();
       ASSERT_TRUE(two.ok()) << two.status().ToString();
       EXPECT_EQ(one->import_threads, 1);
-      EXPECT_EQ(two->import_threads, 2);
+      EXPECT_EQ(two->import_threads, 3);
       ExpectSameTrace(*one, *two);
     }
   }
@@ -194,7 +193,7 @@ TEST(KinetoImporter, TwoThreadsFailWithTheSameErrorAsOne) {
     for (bool gz : {false, true}) {
       std::string data = gz ? Gzip(c.doc) : c.doc;
       Result<RankTrace> one = FromMemory(data);
-      Result<RankTrace> two = FromMemory(data, "mem.json", ImportThreads::kTwo);
+      Result<RankTrace> two = FromMemory(data, "mem.json", {.parse_threads = 2});
       ASSERT_FALSE(one.ok()) << c.what;
       ASSERT_FALSE(two.ok()) << c.what;
       EXPECT_EQ(one.status().ToString(), two.status().ToString()) << c.what << (gz ? " (gz)" : "");
@@ -202,10 +201,76 @@ TEST(KinetoImporter, TwoThreadsFailWithTheSameErrorAsOne) {
   }
   // A malformed "ts" is skipped and counted, and both name the same first one.
   Result<RankTrace> one = FromMemory(skipped);
-  Result<RankTrace> two = FromMemory(skipped, "mem.json", ImportThreads::kTwo);
+  Result<RankTrace> two = FromMemory(skipped, "mem.json", {.parse_threads = 2});
   ASSERT_TRUE(one.ok() && two.ok());
   EXPECT_EQ(two->stats.malformed_ts, 1u);
   ExpectSameTrace(*one, *two);
+}
+
+// Events whose text holds seams ('}' ',' '{') that are not between two events, of one kind.
+enum class SeamTrap { kNone, kInString, kInNestedList, kInLaterMember };
+std::string SeamTrapDoc(int n, SeamTrap trap) {
+  std::string events;
+  for (int i = 0; i < n; ++i) {
+    if (i) events += ",\n  ";
+    events += fmt::format(
+        R"({{"ph": "X", "cat": "kernel", "name": "{}", "ts": {}, "dur": 2, "tid": 7, )"
+        R"("args": {{"correlation": {}, "stream": 7{}}}}})",
+        trap == SeamTrap::kInString ? fmt::format("k{}}}, {{x", i) : fmt::format("k{}", i),
+        1000 + 10 * i, i,
+        trap == SeamTrap::kInNestedList ? R"(, "list": [{"a": 1}, {"b": 2}])" : "");
+  }
+  std::string devices;  // longer than a test's batch: some batch ends in it
+  for (int i = 0; trap == SeamTrap::kInLaterMember && i < 200; ++i) {
+    devices += fmt::format(R"({}{{"id": {}, "name": "A"}})", i ? ", " : "", i);
+  }
+  return R"({"traceEvents": [)" + events + "]" +
+         (devices.empty() ? "" : R"(, "deviceProperties": [)" + devices + "]") +
+         R"(, "distributedInfo": {"rank": 1}})";
+}
+
+// Seam cuts (on every thread count) read exactly what exact cuts read; a seam inside a string or
+// a nested value fails its batch and the document is read again, never misread.
+TEST(KinetoImporter, SeamCutsReadWhatExactCutsRead) {
+  testing::SyntheticOptions o;
+  o.steps = 300;
+  struct Case {
+    const char* what;
+    std::string doc;
+    bool read_twice;
+  } cases[] = {
+      {"a synthetic trace (every seam between two events)", testing::KinetoTrace(o), false},
+      {"every seam between two events", SeamTrapDoc(3000, SeamTrap::kNone), false},
+      {"seams in strings", SeamTrapDoc(3000, SeamTrap::kInString), true},
+      {"seams in nested lists", SeamTrapDoc(3000, SeamTrap::kInNestedList), true},
+      {"seams in a member after the events", SeamTrapDoc(3000, SeamTrap::kInLaterMember), true},
+      {"seams in strings, on one line", LargeKinetoDoc(false, 3000), true},
+  };
+  for (const Case& c : cases) {
+    ASSERT_GT(c.doc.size(), 200u << 10) << c.what;  // hundreds of 1 KiB batches
+    Result<RankTrace> exact = FromMemory(c.doc, "mem.json", {.seam_cut = false});
+    ASSERT_TRUE(exact.ok()) << exact.status().ToString();
+    for (int threads : {0, 2, 3}) {
+      SCOPED_TRACE(fmt::format("{}, {} parse threads", c.what, threads));
+      Result<RankTrace> seams =
+          FromMemory(c.doc, "mem.json", {.parse_threads = threads, .batch_bytes = 1024});
+      ASSERT_TRUE(seams.ok()) << seams.status().ToString();
+      EXPECT_EQ(seams->import_read_twice, c.read_twice);
+      ExpectSameTrace(*exact, *seams);
+    }
+  }
+}
+
+// A document that is bad at a seam-cut batch fails with the exact cut's error.
+TEST(KinetoImporter, SeamCutsFailWithTheExactCutsError) {
+  const std::string good = SeamTrapDoc(3000, SeamTrap::kNone);
+  std::string bad = good;
+  bad.insert(bad.find("\"ts\": ", good.size() / 2) + 6, "@");
+  Result<RankTrace> exact = FromMemory(bad, "mem.json", {.seam_cut = false});
+  Result<RankTrace> seams = FromMemory(bad, "mem.json", {.parse_threads = 2, .batch_bytes = 1024});
+  ASSERT_FALSE(exact.ok());
+  ASSERT_FALSE(seams.ok());
+  EXPECT_EQ(exact.status().ToString(), seams.status().ToString());
 }
 
 TEST(LegacyImporter, ReadsTheAutogradProfilerArray) {

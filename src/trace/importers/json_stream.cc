@@ -1,6 +1,7 @@
 #include "src/trace/importers/json_stream.h"
 
 #include <cstring>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -8,7 +9,6 @@ namespace titan::trace {
 namespace {
 
 constexpr size_t kInitialBufferBytes = 4 << 20;
-constexpr size_t kBatchBytes = 1 << 20;
 constexpr size_t kMaxValueBytes = size_t{1} << 31;  // one event or member larger than 2 GiB: no
 
 inline bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -28,7 +28,10 @@ Status JsonStream::Fill() {
     pos_ = 0;
   }
   // The last SIMDJSON_PADDING bytes are never filled: simdjson may read past the data.
-  if (buf_.empty()) buf_.resize(kInitialBufferBytes + simdjson::SIMDJSON_PADDING);
+  if (buf_.empty()) {  // seam cuts hand the buffer over as a batch: a batch's size then
+    size_t initial = options_.seam_cut ? options_.batch_bytes : kInitialBufferBytes;
+    buf_.resize(std::max<size_t>(initial, 64) + simdjson::SIMDJSON_PADDING);
+  }
   size_t capacity = buf_.size() - simdjson::SIMDJSON_PADDING;
   if (end_ >= capacity / 2) {  // mostly one incomplete value: grow
     if (capacity >= kMaxValueBytes) {
@@ -123,10 +126,10 @@ Status JsonStream::LocateMalformedEvent(const EventBatchBytes& batch, Status ori
     size_t e_begin = begins[i];
     size_t e_end = i + 1 < begins.size() ? begins[i + 1] : batch.len - 1;  // before ']'
     if (i + 1 < begins.size()) {  // drop the separating comma
-      while (e_end > e_begin && batch.bytes[e_end - 1] != ',') --e_end;
+      while (e_end > e_begin && batch.json()[e_end - 1] != ',') --e_end;
       if (e_end > e_begin) --e_end;
     }
-    std::string one(batch.bytes.data() + e_begin, e_end - e_begin);
+    std::string one(batch.json() + e_begin, e_end - e_begin);
     simdjson::dom::element ignored;
     if (auto error = parser.parse(one).get(ignored)) {
       return Error(StatusCode::kInvalidArgument, batch.doc_offset + e_begin,
@@ -140,34 +143,48 @@ Status JsonStream::LocateMalformedEvent(const EventBatchBytes& batch, Status ori
   return original;
 }
 
-Status JsonStream::ParseBatch(const Handler& handler) {
-  size_t begin = element_begin_.front();
-  size_t len = batch_end_ - begin + 2;
+void JsonStream::CopyBatch(size_t begin, size_t end) {
+  size_t len = end - begin + 2;
   std::vector<char>& bytes = batch_.bytes;
   if (bytes.size() < len + simdjson::SIMDJSON_PADDING) {
     bytes.resize(len + simdjson::SIMDJSON_PADDING);
   }
   bytes[0] = '[';
-  std::memcpy(bytes.data() + 1, buf_.data() + begin, batch_end_ - begin);
+  std::memcpy(bytes.data() + 1, buf_.data() + begin, end - begin);
   bytes[len - 1] = ']';
   std::memset(bytes.data() + len, ' ', simdjson::SIMDJSON_PADDING);
+  batch_.begin = 0;
   batch_.len = len;
   batch_.doc_offset = static_cast<int64_t>(base_ + begin) - 1;
   batch_.element_begin.clear();
+}
+
+Status JsonStream::SendBatch(const Handler& handler) {
+  if (options_.parse_threads <= 0) {
+    TITAN_RETURN_IF_ERROR(HandleBatch(handler, batch_, 0));
+    return handler.on_batch_merge(0);
+  }
+  if (!pipeline_) {
+    pipeline_ = std::make_unique<BatchPipeline>(
+        options_.parse_threads,
+        [this, &handler](const EventBatchBytes& batch, size_t slot) {
+          return HandleBatch(handler, batch, slot);
+        },
+        [&handler](size_t slot) { return handler.on_batch_merge(slot); });
+    used_workers_ = true;
+  }
+  return pipeline_->Submit(&batch_);
+}
+
+Status JsonStream::ParseBatch(const Handler& handler) {
+  size_t begin = element_begin_.front();
+  CopyBatch(begin, batch_end_);
   for (size_t b : element_begin_) {
     batch_.element_begin.push_back(static_cast<uint32_t>(b - begin + 1));
   }
-  if (handler.on_batch) {
-    if (!pipelined_) return HandleBatch(handler, batch_);
-    if (!pipeline_) {
-      pipeline_ = std::make_unique<BatchPipeline>(
-          [this, &handler](const EventBatchBytes& batch) { return HandleBatch(handler, batch); });
-      used_worker_ = true;
-    }
-    return pipeline_->Submit(&batch_);
-  }
+  if (handler.on_batch) return SendBatch(handler);
   simdjson::dom::element root;
-  if (parser_.parse(bytes.data(), len, false).get(root)) {
+  if (parser_.parse(batch_.json(), batch_.len, false).get(root)) {
     return LocateMalformedEvent(batch_, Error(StatusCode::kInvalidArgument, base_ + begin,
                                               "malformed JSON in trace events"));
   }
@@ -186,11 +203,81 @@ Status JsonStream::ParseBatch(const Handler& handler) {
   return OkStatus();
 }
 
-Status JsonStream::HandleBatch(const Handler& handler, const EventBatchBytes& batch) const {
+Status JsonStream::HandleBatch(const Handler& handler, const EventBatchBytes& batch,
+                               size_t slot) const {
   Status status =
-      handler.on_batch(batch.bytes.data(), batch.len, batch.bytes.size(), batch.doc_offset);
+      handler.on_batch(batch.json(), batch.len, batch.capacity(), batch.doc_offset, slot);
   if (!status.ok()) return LocateMalformedEvent(batch, status);
   return OkStatus();
+}
+
+std::pair<size_t, size_t> JsonStream::FindLastSeam(bool first) const {
+  const char* b = buf_.data();
+  auto skip_space = [&](size_t i) {
+    while (i < end_ && IsSpace(b[i])) ++i;
+    return i;
+  };
+  size_t start = skip_space(pos_);
+  if (!first) {
+    if (start >= end_ || b[start] != ',') return {0, 0};
+    start = skip_space(start + 1);
+  }
+  if (start >= end_ || b[start] != '{') return {0, 0};
+  const size_t lowest = start + options_.batch_bytes / 2;  // no smaller batches
+  for (size_t i = end_; i > lowest;) {
+    const void* brace = memrchr(b + lowest, '}', i - lowest);
+    if (brace == nullptr) break;
+    size_t seam = static_cast<const char*>(brace) - b;
+    size_t j = skip_space(seam + 1);
+    if (j < end_ && b[j] == ',') {
+      j = skip_space(j + 1);
+      if (j < end_ && b[j] == '{') return {start, seam};
+    }
+    i = seam;
+  }
+  return {0, 0};
+}
+
+void JsonStream::HandOverBuffer(size_t start, size_t seam) {
+  // What follows the seam moves to a recycled buffer; buf_ becomes the batch in place.
+  const size_t tail = end_ - (seam + 1);
+  std::vector<char> next = std::move(batch_.bytes);
+  next.resize(std::max(options_.batch_bytes, 2 * tail) + simdjson::SIMDJSON_PADDING);
+  std::memcpy(next.data(), buf_.data() + seam + 1, tail);
+  std::memset(next.data() + tail, ' ', simdjson::SIMDJSON_PADDING);
+  batch_.bytes = std::move(buf_);
+  batch_.begin = start - 1;
+  batch_.bytes[start - 1] = '[';  // over a consumed ',', space or the array's own '['
+  batch_.bytes[seam + 1] = ']';   // buf_ always has padding beyond end_ > seam + 2
+  std::memset(batch_.bytes.data() + seam + 2, ' ', simdjson::SIMDJSON_PADDING);
+  batch_.len = seam + 2 - batch_.begin;
+  batch_.doc_offset = static_cast<int64_t>(base_ + start) - 1;
+  batch_.element_begin.clear();
+  buf_ = std::move(next);
+  base_ += seam + 1;
+  pos_ = 0;
+  end_ = tail;
+}
+
+Status JsonStream::CutAtSeams(const Handler& handler, bool* first) {
+  while (true) {
+    auto [start, seam] = FindLastSeam(*first);
+    // Read on while the batch would be small, up to a few batches without a seam.
+    while (seam == 0 && !eof_ && end_ - pos_ < 4 * options_.batch_bytes) {
+      TITAN_RETURN_IF_ERROR(Fill());
+      std::tie(start, seam) = FindLastSeam(*first);
+    }
+    if (seam == 0) return OkStatus();  // the exact cut goes on from pos_
+    if (start > 0) {
+      HandOverBuffer(start, seam);
+    } else {  // "[{" at the very front of the buffer: no byte to put '[' in
+      CopyBatch(start, seam + 1);
+      pos_ = seam + 1;
+    }
+    *first = false;
+    seam_cut_used_ = true;
+    TITAN_RETURN_IF_ERROR(SendBatch(handler));
+  }
 }
 
 Status JsonStream::DrainPipeline() { return pipeline_ ? pipeline_->Drain() : OkStatus(); }
@@ -198,6 +285,7 @@ Status JsonStream::DrainPipeline() { return pipeline_ ? pipeline_->Drain() : OkS
 Status JsonStream::StreamArray(const Handler& handler) {
   ++pos_;  // '['
   bool first = true;
+  if (options_.seam_cut && handler.on_batch) TITAN_RETURN_IF_ERROR(CutAtSeams(handler, &first));
   while (true) {
     // simdjson's stage 1 (SIMD, picked at run time) finds the structural characters of the
     // unread bytes; walking them finds the complete events. The bytes may end inside a string or
@@ -299,7 +387,7 @@ Status JsonStream::StreamArray(const Handler& handler) {
           pos_ = p + 1;
           first = false;
           expect_value = false;
-          if (batch_end_ - element_begin_.front() >= kBatchBytes) {
+          if (batch_end_ - element_begin_.front() >= options_.batch_bytes) {
             TITAN_RETURN_IF_ERROR(ParseBatch(handler));
             element_begin_.clear();
           }
@@ -318,7 +406,8 @@ Status JsonStream::StreamArray(const Handler& handler) {
 }
 
 Status JsonStream::Run(const Handler& handler, TopLevel* top_level, bool* saw_events) {
-  used_worker_ = false;
+  used_workers_ = false;
+  seam_cut_used_ = false;
   Status status = RunDocument(handler, top_level, saw_events);
   // The worker's error, if any, comes from an earlier batch than anything found here since.
   Status worker = DrainPipeline();

@@ -1,16 +1,26 @@
 // Streams a Chrome-trace-format JSON document from a ByteSource in bounded memory.
 //
 // The document is either an object (Kineto: {"traceEvents": [...], "distributedInfo": ...}) or a
-// bare array of events (the legacy autograd profiler). The events array is cut, by a light
-// structural scan, into batches of whole events (about 1 MiB each) that simdjson On-Demand
+// bare array of events (the legacy autograd profiler). The events array is cut into batches of
+// whole events (about kBatchBytes each, see Cutting below) that simdjson On-Demand
 // parses (the DOM API: it picks the best SIMD kernel at run time); every other top-level member
-// is parsed on its own. Memory is a few MiB whatever the
-// file size, and the cost is one extra scan over the bytes.
+// is parsed on its own. Memory is a few MiB whatever the file size.
 //
-// Pipelined (constructed with `pipelined`), the batches are handed to `on_batch` on a worker
-// thread (BatchPipeline) while this thread reads and scans on: one file on two cores. `on_batch`
-// then runs on that thread, in document order, never at the same time as `on_member` or
-// `on_top_level`; everything it wrote is visible to the caller when Run returns.
+// With Options::parse_threads > 0 the batches are parsed (`on_batch`) on that many worker
+// threads (BatchPipeline) at once, each into its own slot, while this thread reads and cuts on,
+// and merged (`on_batch_merge`) in document order: one file on every core. Neither callback runs
+// at the same time as `on_member` or `on_top_level`; everything they wrote is visible to the
+// caller when Run returns.
+//
+// Cutting. The exact cut walks simdjson's structural index of every byte to find where each
+// event ends, and copies each batch out. The seam cut (Options::seam_cut) reads about a batch
+// into the buffer, looks back from its end for the last seam, '}' ',' '{' with optional
+// whitespace between, hands the buffer over as the batch without a copy, and leaves the
+// structure to the parse. A seam inside a string or a nested value is not between two events; the
+// batch before the first such seam then never parses (it ends inside a string or with a value left
+// open, and the batch parser rejects both), Run fails, and seam_cut_used() tells the caller to read
+// the document again with exact cuts. Without a seam in a full buffer (near the end of the array)
+// the exact cut takes over.
 //
 // Errors carry the uncompressed byte offset: truncated documents (DATA_LOSS), malformed JSON and
 // documents that are neither shape (INVALID_ARGUMENT). The first error in document order is
@@ -23,6 +33,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <simdjson.h>
@@ -40,6 +51,13 @@ struct OffsetMap {
 
 enum class TopLevel { kObject, kArray };
 
+struct JsonStreamOptions {
+  static constexpr size_t kBatchBytes = 256 << 10;
+  int parse_threads = 0;  // threads parsing batches beside the reading one; 0: all on that one
+  bool seam_cut = false;  // cut batches at seams (see above); with on_batch only
+  size_t batch_bytes = kBatchBytes;  // about how large a batch is (tests and fuzzers: small)
+};
+
 class JsonStream {
  public:
   struct Handler {
@@ -51,21 +69,32 @@ class JsonStream {
     // Each element of the events array (`offsets.begin` is where the event starts).
     std::function<Status(simdjson::dom::object event, const OffsetMap&)> on_event;
     // Alternatively, whole batches "[event, ...]" (readable up to `capacity`), starting at
-    // document offset `doc_offset`. Used instead of on_event when set; the only handler a
-    // pipelined stream may run on its worker thread.
-    std::function<Status(const char* json, size_t len, size_t capacity, int64_t doc_offset)>
+    // document offset `doc_offset`, parsed into slot `slot` (< batch_slots()); then
+    // on_batch_merge folds that slot into the result, in document order. Used instead of
+    // on_event when set; the only handlers a pipelined stream runs on its worker threads.
+    std::function<Status(const char* json, size_t len, size_t capacity, int64_t doc_offset,
+                         size_t slot)>
         on_batch;
+    std::function<Status(size_t slot)> on_batch_merge;
   };
 
-  JsonStream(ByteSource* source, std::string name, bool pipelined = false)
-      : source_(source), name_(std::move(name)), pipelined_(pipelined) {}
+  using Options = JsonStreamOptions;
+  JsonStream(ByteSource* source, std::string name, Options options = {})
+      : source_(source), name_(std::move(name)), options_(options) {}
 
   // Reads the whole document. `top_level` tells which shape it had; `saw_events` whether an
   // events array was found.
   Status Run(const Handler& handler, TopLevel* top_level, bool* saw_events);
   uint64_t bytes_read() const { return base_ + end_; }
-  // Whether the last Run handed batches to a worker thread.
-  bool used_worker() const { return used_worker_; }
+  // How many slots on_batch and on_batch_merge are called with.
+  size_t batch_slots() const {
+    return options_.parse_threads > 0 ? BatchPipeline::SlotsFor(options_.parse_threads) : 1;
+  }
+  // Whether the last Run handed batches to worker threads.
+  bool used_workers() const { return used_workers_; }
+  // Whether the last Run cut a batch at a seam: if it failed, the document may be fine and
+  // must be read again without seam_cut for an answer.
+  bool seam_cut_used() const { return seam_cut_used_; }
 
  private:
   Status Fill();                       // moves unread bytes to the front and reads more
@@ -75,9 +104,18 @@ class JsonStream {
   size_t ScanString(size_t at) const;  // `at` is the opening quote; 0 if incomplete
   Status RunDocument(const Handler& handler, TopLevel* top_level, bool* saw_events);
   Status StreamArray(const Handler& handler);
-  Status ParseBatch(const Handler& handler);
-  // on_batch for one batch; const: it may run on the pipeline's worker thread.
-  Status HandleBatch(const Handler& handler, const EventBatchBytes& batch) const;
+  // Seam cuts from pos_ on (pos_ is after '[' when `*first`, else after an event's '}').
+  Status CutAtSeams(const Handler& handler, bool* first);
+  // Where the next event starts and the last seam in the buffer at least half a batch past it;
+  // {0, 0} if there is none.
+  std::pair<size_t, size_t> FindLastSeam(bool first) const;
+  // Makes buf_[start, seam] the batch in place (no copy) and moves what follows to a new buf_.
+  void HandOverBuffer(size_t start, size_t seam);
+  Status ParseBatch(const Handler& handler);  // the events in element_begin_ (exact cuts)
+  Status SendBatch(const Handler& handler);   // batch_, to on_batch and on_batch_merge
+  void CopyBatch(size_t begin, size_t end);   // buf_[begin, end) into batch_ as "[...]"
+  // on_batch for one batch; const: it may run on a worker thread.
+  Status HandleBatch(const Handler& handler, const EventBatchBytes& batch, size_t slot) const;
   Status DrainPipeline();
   Status LocateMalformedEvent(const EventBatchBytes& batch, Status original) const;
   Status Error(StatusCode code, uint64_t offset, std::string_view what) const;
@@ -94,8 +132,9 @@ class JsonStream {
   simdjson::dom::parser parser_;
   std::unique_ptr<simdjson::internal::dom_parser_implementation> stage1_;
   size_t stage1_capacity_ = 0;
-  bool pipelined_ = false;
-  bool used_worker_ = false;
+  Options options_;
+  bool used_workers_ = false;
+  bool seam_cut_used_ = false;
   std::unique_ptr<BatchPipeline> pipeline_;  // from the first batch until Run returns
 };
 

@@ -8,8 +8,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string input = "[" + std::string(reinterpret_cast<const char*>(data), size);
-  auto source = titan::trace::MemorySource(input, "fuzz.json");
-  auto trace = titan::trace::ImportTrace(source.get(), "fuzz.json");
+  auto trace =
+      titan::trace::ImportTrace(titan::trace::MemoryOpener(input, "fuzz.json"), "fuzz.json");
   if (trace.ok()) {
     trace->rank = 0;
     (void)titan::trace::SummariseRank(*trace, {});
