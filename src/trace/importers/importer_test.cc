@@ -273,6 +273,19 @@ TEST(KinetoImporter, SeamCutsFailWithTheExactCutsError) {
   EXPECT_EQ(exact.status().ToString(), seams.status().ToString());
 }
 
+// The first error in the document is the one reported, whatever the batch size: a malformed
+// event before a structural error is parsed (and named) before the structure is blamed.
+TEST(KinetoImporter, TheFirstErrorWinsWhateverTheBatchSize) {
+  const std::string doc = R"({"traceEvents": [{"ph": "X", "ts": @, "dur": 1} {"ph": "X"}]})";
+  for (size_t batch_bytes : {size_t{16}, JsonStreamOptions::kBatchBytes}) {
+    Result<RankTrace> t = FromMemory(doc, "mem.json", {.batch_bytes = batch_bytes});
+    ASSERT_FALSE(t.ok());
+    EXPECT_NE(t.status().message().find("malformed JSON in the trace event starting here"),
+              std::string_view::npos)
+        << batch_bytes << ": " << t.status().ToString();
+  }
+}
+
 TEST(LegacyImporter, ReadsTheAutogradProfilerArray) {
   std::string doc =
       R"([{"name": "ProfilerStep#1", "ph": "X", "ts": 161, "dur": 63727, "tid": 1, "pid": "CPU functions", "args": {}},)"

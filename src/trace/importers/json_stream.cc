@@ -346,6 +346,9 @@ Status JsonStream::StreamArray(const Handler& handler) {
     bool expect_value = first;
     size_t element_start = 0;
     bool finished = false;
+    // A structural error is reported after the complete events before it are parsed, so that the
+    // first error in the document wins whatever the batch size.
+    Status walk_error;
     for (uint32_t k = 0; k < n; ++k) {
       size_t p = origin + idx[k];
       if (p >= end_) break;
@@ -358,21 +361,24 @@ Status JsonStream::StreamArray(const Handler& handler) {
         }
         if (c == ',') {
           if (expect_value) {
-            return Error(StatusCode::kInvalidArgument, base_ + p,
-                         "malformed JSON: unexpected ',' in the trace events array");
+            walk_error = Error(StatusCode::kInvalidArgument, base_ + p,
+                               "malformed JSON: unexpected ',' in the trace events array");
+            break;
           }
           expect_value = true;
           continue;
         }
         if (!expect_value) {
-          return Error(StatusCode::kInvalidArgument, base_ + p,
-                       fmt::format("malformed JSON: expected ',' or ']' between trace events, "
-                                   "found '{}'",
-                                   c));
+          walk_error = Error(StatusCode::kInvalidArgument, base_ + p,
+                             fmt::format("malformed JSON: expected ',' or ']' between trace "
+                                         "events, found '{}'",
+                                         c));
+          break;
         }
         if (c != '{') {
-          return Error(StatusCode::kInvalidArgument, base_ + p,
-                       "a trace event is not a JSON object; not a profiler trace");
+          walk_error = Error(StatusCode::kInvalidArgument, base_ + p,
+                             "a trace event is not a JSON object; not a profiler trace");
+          break;
         }
         element_start = p;
         depth = 1;
@@ -395,6 +401,7 @@ Status JsonStream::StreamArray(const Handler& handler) {
       }
     }
     if (!element_begin_.empty()) TITAN_RETURN_IF_ERROR(ParseBatch(handler));
+    TITAN_RETURN_IF_ERROR(walk_error);
     if (finished) return OkStatus();
     if (eof_) {
       return Error(StatusCode::kDataLoss, base_ + end_,
