@@ -164,3 +164,22 @@ def test_a_fifo_config_is_refused_at_once(tmp_path):
                        timeout=30)
     assert p.returncode != 0
     assert "is not a regular file (a FIFO)" in p.stderr, p.stderr
+
+
+def test_commands_start_without_libcurl_and_load_it_when_they_need_it(tmp_path):
+    """libcurl and its ~27 libraries cost every start 7 ms; only the HTTP clients (etcd, S3,
+    Kubernetes) need it, and they load it on first use (src/base/lazy_libcurl.cc). A command
+    that uses one still gets libcurl: here an S3 request to a closed port fails as a connection
+    error from libcurl, not as a missing library."""
+    env = dict(os.environ, LD_DEBUG="files")
+    p = subprocess.run([TITAN, "--version"], capture_output=True, text=True, timeout=30, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "file=libcurl.so.4" not in p.stderr, "libcurl was loaded at start"
+    s3 = dict(env, AWS_ACCESS_KEY_ID="k", AWS_SECRET_ACCESS_KEY="s",
+              AWS_ENDPOINT_URL="http://127.0.0.1:9", TITAN_S3_MAX_ATTEMPTS="1")
+    p = subprocess.run([TITAN, "ckpt", "ls", "s3://bucket/run"], capture_output=True, text=True,
+                       timeout=60, env=s3)
+    assert "file=libcurl.so.4" in p.stderr, "the S3 client did not load libcurl"
+    assert "cannot load libcurl" not in p.stderr, p.stderr
+    assert "Couldn't connect to server" in p.stderr, p.stderr  # libcurl's own words
+    assert p.returncode != 0

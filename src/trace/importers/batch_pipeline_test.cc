@@ -102,7 +102,9 @@ TEST(BatchPipelineTest, TheFirstErrorInOrderStopsTheWorkAndIsReturned) {
     }
     Status drained = pipeline.Drain();
     EXPECT_EQ(drained.message(), "batch 3 is bad");
-    if (!submitted.ok()) EXPECT_EQ(submitted.message(), "batch 3 is bad");
+    if (!submitted.ok()) {
+      EXPECT_EQ(submitted.message(), "batch 3 is bad");
+    }
     EXPECT_EQ(r.merged, (std::vector<int64_t>{0, 1, 2})) << "nothing after the failing batch";
     EventBatchBytes late = BatchNumbered(99);
     EXPECT_EQ(pipeline.Submit(&late).message(), "batch 3 is bad");

@@ -79,10 +79,6 @@ void WarnAboutMalformedEvents(RankTrace* t, const FirstMalformedEvent& first) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // A batch parsed on a worker thread, waiting to be appended to the trace.
 struct ParsedBatch {
   RankTrace trace;

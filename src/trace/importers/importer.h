@@ -52,7 +52,8 @@ struct ImportOptions {
   int parse_threads = 0;
   // Cut batches at seams without scanning the structure between them (json_stream.h); a seam
   // that turns out not to lie between two events makes the import read the document again with
-  // exact cuts (RankTrace::import_read_twice). Off: exact cuts only (tests compare the two).
+  // exact cuts (RankTrace::import_read_twice), and so does a malformed document before its
+  // error is returned. Off: exact cuts only (tests compare the two).
   bool seam_cut = true;
   size_t batch_bytes = JsonStreamOptions::kBatchBytes;  // tests and fuzzers make it small
 };

@@ -657,7 +657,7 @@ TEST(EventBatch, BothParsersNameTheFirstMalformedEvent) {
 // A value that is not JSON at all is the file's fault, not one event's: both parsers fail (the
 // DOM parser cannot read the batch), and JsonStream names the event.
 TEST(EventBatch, BothParsersFailOnTimestampsThatAreNotJson) {
-  for (const std::string& ts : {"NaN", "-Infinity", "1e400", "99999999999999999999", "@"}) {
+  for (std::string ts : {"NaN", "-Infinity", "1e400", "99999999999999999999", "@"}) {
     SCOPED_TRACE(ts);
     const std::string batch = R"([{"ph": "X", "name": "a", "ts": )" + ts + R"(, "dur": 2}])";
     const std::string padded = batch + std::string(64, ' ');
