@@ -261,6 +261,28 @@ TEST(KinetoImporter, SeamCutsReadWhatExactCutsRead) {
   }
 }
 
+// An event that outgrows the read buffer is scanned again after each refill, up to its last
+// ASCII byte (a UTF-8 sequence is never cut); wherever that falls in a string (the scan then
+// appends a closing quote), the event is read. CI's Kineto fuzzer found the scan one byte longer
+// than its scanner could take ("a document that big"). Small batches make a small buffer.
+TEST(KinetoImporter, AnEventLargerThanTheBufferIsReadWhereverItsStringEnds) {
+  std::string accents;
+  for (int i = 0; i < 300; ++i) accents += "\xc3\xa9";  // U+00E9
+  for (size_t length = 1; length <= 600; ++length) {
+    const std::string name = std::string(length, 'n') + accents;
+    const std::string doc =
+        R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 2, "name": ")" + name + R"("}]})";
+    for (bool seam_cut : {false, true}) {
+      SCOPED_TRACE(
+          fmt::format("{} ASCII bytes before the accents, seam cuts {}", length, seam_cut));
+      Result<RankTrace> t = FromMemory(doc, "mem.json", {.seam_cut = seam_cut, .batch_bytes = 4});
+      ASSERT_TRUE(t.ok()) << t.status().ToString();
+      ASSERT_EQ(t->ops.size(), 1u);
+      EXPECT_EQ(t->Name(t->ops[0]), name);
+    }
+  }
+}
+
 // A document that is bad at a seam-cut batch fails with the exact cut's error.
 TEST(KinetoImporter, SeamCutsFailWithTheExactCutsError) {
   const std::string good = SeamTrapDoc(3000, SeamTrap::kNone);

@@ -8,7 +8,9 @@
 namespace titan::trace {
 namespace {
 
-constexpr size_t kInitialBufferBytes = 4 << 20;
+// The read buffer for exact cuts starts this many batches large (4 MiB at the default batch size;
+// small in tests and fuzzers, whose small batches then exercise the buffer's growth).
+constexpr size_t kInitialBufferBatches = 16;
 constexpr size_t kMaxValueBytes = size_t{1} << 31;  // one event or member larger than 2 GiB: no
 
 inline bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -29,7 +31,7 @@ Status JsonStream::Fill() {
   }
   // The last SIMDJSON_PADDING bytes are never filled: simdjson may read past the data.
   if (buf_.empty()) {  // seam cuts hand the buffer over as a batch: a batch's size then
-    size_t initial = options_.seam_cut ? options_.batch_bytes : kInitialBufferBytes;
+    size_t initial = options_.batch_bytes * (options_.seam_cut ? 1 : kInitialBufferBatches);
     buf_.resize(std::max<size_t>(initial, 64) + simdjson::SIMDJSON_PADDING);
   }
   size_t capacity = buf_.size() - simdjson::SIMDJSON_PADDING;
@@ -297,8 +299,9 @@ Status JsonStream::StreamArray(const Handler& handler) {
       --region;
     }
     if (region > 0) {
-      if (!stage1_ || region > stage1_capacity_) {
-        stage1_capacity_ = std::max(buf_.size(), region);
+      // The scan may be of region + 1 bytes (a closing quote appended, below).
+      if (!stage1_ || region + 1 > stage1_capacity_) {
+        stage1_capacity_ = std::max(buf_.size(), region + 1);
         if (simdjson::get_active_implementation()->create_dom_parser_implementation(
                 stage1_capacity_, 1024, stage1_) != simdjson::SUCCESS) {
           return ResourceExhaustedError("simdjson: cannot allocate the structural scanner");
