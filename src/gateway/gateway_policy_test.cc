@@ -650,7 +650,8 @@ TEST(FairQueueTest, MintingANewTenantPerRequestDoesNotStarveAWaitingOne) {
       q.Push(MakeWaiter(id++, 1, "alice", ++t));  // closed loop: her next request
     } else {
       ++waited;
-      q.Push(MakeWaiter(id++, 1, "m" + std::to_string(id), ++t));  // a fresh name each time
+      q.Push(MakeWaiter(id, 1, "m" + std::to_string(id), ++t));  // a fresh name each time
+      ++id;
     }
   }
   EXPECT_GE(alice_served, 20'000 / 17 - 1);
@@ -661,10 +662,14 @@ TEST(FairQueueTest, MintingANewTenantPerRequestDoesNotStarveAWaitingOne) {
 TEST(FairQueueTest, TagsOfPastTenantsAreDropped) {
   FairQueue q(ThreeClasses(100'000));
   uint64_t id = 0;
-  for (int i = 0; i < 16; ++i) q.Push(MakeWaiter(id++, 1, "m" + std::to_string(id), 0));
+  auto push_new_tenant = [&] {  // tenant "m<id>" for waiter id
+    q.Push(MakeWaiter(id, 1, "m" + std::to_string(id), 0));
+    ++id;
+  };
+  for (int i = 0; i < 16; ++i) push_new_tenant();
   for (int pop = 0; pop < 100'000; ++pop) {
     q.Pop();
-    q.Push(MakeWaiter(id++, 1, "m" + std::to_string(id), 0));
+    push_new_tenant();
   }
   EXPECT_LE(q.tracked_tenants(), 256u);
 }
