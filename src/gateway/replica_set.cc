@@ -1,0 +1,326 @@
+// The replicas: adding them, their state changes, health checks, /metrics scrapes, warm-up and
+// calibration, outlier ejection and supervised processes (gateway_impl.h).
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <nlohmann/json.hpp>
+
+#include "src/base/duration.h"
+#include "src/base/json_depth.h"
+#include "src/base/log.h"
+#include "src/gateway/gateway_impl.h"
+#include "src/metrics/text_parse.h"
+
+namespace titan::gateway {
+
+Status Gateway::Impl::AddReplica(const ReplicaConfig& rc, int launched) {
+  TITAN_ASSIGN_OR_RETURN(http::Url url, http::ParseUrl(rc.url));
+  TITAN_ASSIGN_OR_RETURN(asio::ip::tcp::endpoint endpoint, http::Resolve(url));
+  auto r = std::make_unique<Replica>(&health_config, &outlier_config, ReplicaState::kStarting);
+  r->index = static_cast<int>(replicas.size());
+  r->name = rc.url;
+  r->url = url;
+  r->endpoint = endpoint;
+  r->host_header = fmt::format("{}:{}", url.host, url.port);
+  r->pool = rc.pool;
+  r->launched = launched;
+  r->limit = config.admission.max_inflight_per_replica;
+  r->inflight_s = telemetry.Inflight(r->name);
+  r->ready_s = telemetry.Ready(r->name);
+  r->limit_s = telemetry.InflightLimit(r->name);
+  r->ejections_s = telemetry.Ejections(r->name);
+  r->errors_s = telemetry.UpstreamErrors(r->name);
+  if (!queues.count(rc.pool)) queues.emplace(rc.pool, FairQueue(config.admission));
+  replicas.push_back(std::move(r));
+  return OkStatus();
+}
+
+void Gateway::Impl::Record(const std::optional<Transition>& t, Replica& r) {
+  if (!t) return;
+  nlohmann::json fields = {
+      {"from", ReplicaStateName(t->from)}, {"to", ReplicaStateName(t->to)}, {"reason", t->reason}};
+  std::string type = "replica_state";
+  if (t->to == ReplicaState::kEjected) {
+    type = "eject";
+    fields["ejection_s"] = NsToSeconds(t->ejection_ns);
+    fields["ejections"] = r.health.ejections();
+    r.ejections_s->AddCounter(WallNowNs(), 1);
+    ++counters.ejections;
+    Log(LogLevel::kWarning, "gateway", "ejected {} for {}: {}", r.name,
+        FormatDuration(t->ejection_ns), t->reason);
+  } else if (t->to == ReplicaState::kReady) {
+    type = r.health.ejections() > 0 ? "readmit" : "ready";
+    Log(LogLevel::kInfo, "gateway", "{} {}", r.name, type == "readmit" ? "readmitted" : "ready");
+  } else if (t->to == ReplicaState::kDown) {
+    type = "replica_exit";
+  }
+  telemetry.Event(type, r.name, std::move(fields));
+  r.ready_s->RecordGauge(WallNowNs(), r.health.Routable() ? 1 : 0);
+  if (!r.health.Routable()) r.idle.clear();
+  if (t->to == ReplicaState::kWarming) StartWarmup(r);
+  if (t->to == ReplicaState::kReady) {
+    r.limit = config.admission.max_inflight_per_replica;
+    Dispatch();
+  }
+  if (!r.health.Routable()) FailQueuedWithoutReplicas();
+}
+
+bool Gateway::Impl::PoolHasUntried(const Ticket& t) const {
+  for (const auto& r : replicas) {
+    if (!r->removed && r->pool == t.pool && r->health.Routable() && !t.exclude.count(r->index)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Gateway::Impl::PoolMayRecover(const std::string& pool) const {
+  for (const auto& r : replicas) {
+    if (!r->removed && r->pool == pool) return true;
+  }
+  return false;
+}
+
+void Gateway::Impl::FailQueuedWithoutReplicas() {
+  for (auto& [pool, queue] : queues) {
+    if (PoolMayRecover(pool)) continue;
+    while (const Waiter* w = queue.Peek()) {
+      Ticket* t = static_cast<Ticket*>(w->owner);
+      queue.Pop();
+      t->shed = Shed::kNoReplica;
+      t->wake->Notify();
+    }
+  }
+}
+
+awaitable<int64_t> Gateway::Impl::Tokenize(Replica& r, const std::string& text) {
+  http::OutgoingRequest req;
+  req.target = r.url.path + "/tokenize";
+  req.host = r.host_header;
+  req.headers = {{"Content-Type", "application/json"}};
+  req.body = nlohmann::json({{"content", text}, {"prompt", text}}).dump();
+  Result<http::FetchedResponse> got =
+      co_await http::FetchAsync(r.endpoint, req, config.health.timeout_ns);
+  if (!got.ok() || got->status != 200 || !CheckJsonDepth(got->body, "/tokenize").ok()) {
+    co_return -1;
+  }
+  auto doc = nlohmann::json::parse(got->body, nullptr, false);
+  if (doc.is_object() && doc.contains("tokens") && doc["tokens"].is_array()) {
+    co_return static_cast<int64_t>(doc["tokens"].size());
+  }
+  if (doc.is_object() && doc.contains("count") && doc["count"].is_number_integer()) {
+    co_return doc["count"].get<int64_t>();
+  }
+  co_return -1;
+}
+
+awaitable<int64_t> Gateway::Impl::ExactTokens(const std::string& pool, const std::string& text) {
+  for (const auto& r : replicas) {
+    if (r->removed || r->pool != pool || !r->health.Routable()) continue;
+    const int64_t count = co_await Tokenize(*r, text);
+    co_return count;
+  }
+  co_return -1;
+}
+
+double Gateway::Impl::CharsPerToken() const {
+  return chars_per_token > 0 ? chars_per_token : config.limits.chars_per_token;
+}
+
+void Gateway::Impl::StartWarmup(Replica& r) {
+  if (r.warming) return;
+  r.warming = true;
+  asio::co_spawn(executor, Warmup(&r), asio::detached);
+}
+
+awaitable<void> Gateway::Impl::Warmup(Replica* r) {
+  for (int i = 0; i < config.health.warmup_requests && !stopping; ++i) {
+    http::OutgoingRequest req;
+    req.target = r->url.path + "/v1/completions";
+    req.host = r->host_header;
+    req.headers = {{"Content-Type", "application/json"}};
+    req.body = R"({"prompt":"Hello, warm up.","max_tokens":4,"temperature":0})";
+    Result<http::FetchedResponse> got =
+        co_await http::FetchAsync(r->endpoint, req, 60 * kNsPerSecond);
+    if (!got.ok()) break;  // a health check decides what happens next
+  }
+  r->warming = false;
+  if (stopping) co_return;
+  if (chars_per_token == 0) co_await Calibrate(*r);
+  Record(r->health.OnWarmedUp(MonoNowNs()), *r);
+}
+
+awaitable<void> Gateway::Impl::Calibrate(Replica& r) {
+  static const std::string kSample =
+      "The gateway estimates prompt lengths from their size in bytes. This sentence and the "
+      "next one give it the ratio of this replica's tokenizer: plain English words, numbers "
+      "such as 1024 and 3.14, and punctuation, the mix most prompts have.";
+  const int64_t count = co_await Tokenize(r, kSample);
+  if (count <= 0) co_return;
+  chars_per_token = static_cast<double>(kSample.size()) / count;
+  telemetry.Event("calibrated", r.name, {{"chars_per_token", chars_per_token}});
+}
+
+awaitable<void> Gateway::Impl::Check(Replica* r) {
+  http::OutgoingRequest req;
+  req.method = "GET";
+  req.target = r->url.path + config.health.path;
+  req.host = r->host_header;
+  Result<http::FetchedResponse> got =
+      co_await http::FetchAsync(r->endpoint, req, config.health.timeout_ns, 1 << 16);
+  r->checking = false;
+  if (stopping || r->removed) co_return;
+  const bool ok = got.ok() && got->status == 200;
+  // A refused connection or a bad answer is the replica's doing; a timeout may be our own
+  // loop's, so it never ejects the last ready replica of a pool.
+  const bool timed_out = !got.ok() && got.status().code() == StatusCode::kDeadlineExceeded;
+  bool other_ready = false;
+  for (const auto& other : replicas) {
+    other_ready |=
+        other.get() != r && !other->removed && other->pool == r->pool && other->health.Routable();
+  }
+  Record(r->health.OnHealthCheck(ok, MonoNowNs(), !timed_out || other_ready), *r);
+}
+
+awaitable<void> Gateway::Impl::Scrape(Replica* r) {
+  http::OutgoingRequest req;
+  req.method = "GET";
+  req.target = r->url.path + "/metrics";
+  req.host = r->host_header;
+  const int64_t timeout = std::max<int64_t>(config.scrape_interval_ns * 4, kNsPerSecond);
+  Result<http::FetchedResponse> got = co_await http::FetchAsync(r->endpoint, req, timeout, 4 << 20);
+  r->scraping = false;
+  if (!got.ok() || got->status != 200) co_return;
+  double waiting = -1;
+  ParsePrometheusText(got->body, [&](const PrometheusSample& s) {
+    if (s.name == "vllm:num_requests_waiting" || s.name == "llamacpp:requests_deferred") {
+      waiting = std::max(waiting, 0.0) + s.value;
+    }
+  });
+  if (waiting >= 0) r->queued = waiting;
+}
+
+awaitable<void> Gateway::Impl::Every(int64_t interval_ns, void (Impl::*tick)()) {
+  asio::steady_timer timer(executor);
+  int64_t next = MonoNowNs();
+  while (!stopping) {
+    (this->*tick)();
+    next += interval_ns;
+    const int64_t now = MonoNowNs();
+    if (next < now) next = now;  // fell behind: no catch-up burst
+    timer.expires_at(SteadyAt(next));
+    co_await timer.async_wait(kNoThrow);
+  }
+}
+
+void Gateway::Impl::HealthTick() {
+  for (const auto& rp : replicas) {
+    Replica* r = rp.get();
+    if (r->removed || r->checking || r->health.state() == ReplicaState::kDown) continue;
+    r->checking = true;
+    asio::co_spawn(executor, Check(r), asio::detached);
+  }
+}
+
+void Gateway::Impl::ScrapeTick() {
+  const int64_t wall = WallNowNs();
+  for (const auto& rp : replicas) {
+    Replica* r = rp.get();
+    telemetry.Counter("in_flight " + r->name, wall, r->in_flight);
+    r->inflight_s->RecordGauge(wall, r->in_flight);
+    r->limit_s->RecordGauge(wall, r->limit);
+    r->ready_s->RecordGauge(wall, r->health.Routable() ? 1 : 0);
+    if (config.scrape_interval_ns == 0 || r->removed || r->scraping || !r->health.Routable()) {
+      continue;
+    }
+    r->scraping = true;
+    asio::co_spawn(executor, Scrape(r), asio::detached);
+  }
+  size_t queued = 0;
+  for (auto& [pool, queue] : queues) queued += queue.size();
+  telemetry.Counter("queue_depth", wall, static_cast<double>(queued));
+  RecordQueueDepths();
+  if (access_log) std::fflush(access_log);
+}
+
+void Gateway::Impl::OutlierTick() {
+  std::vector<IntervalStats> stats;
+  std::vector<ReplicaHealth*> healths;
+  std::vector<Replica*> routable;
+  size_t total = 0, out = 0;
+  for (const auto& rp : replicas) {
+    if (rp->removed) continue;
+    ++total;
+    if (!rp->health.Routable()) {
+      ++out;
+      continue;
+    }
+    stats.push_back(rp->interval);
+    healths.push_back(&rp->health);
+    routable.push_back(rp.get());
+  }
+  std::vector<std::string> verdicts = EvaluateOutliers(stats, healths, config.outlier, total, out);
+  const int64_t now = MonoNowNs();
+  for (size_t i = 0; i < routable.size(); ++i) {
+    if (!verdicts[i].empty()) Record(routable[i]->health.Eject(verdicts[i], now), *routable[i]);
+  }
+  for (const auto& rp : replicas) {
+    Replica& r = *rp;
+    if (config.admission.adaptive && !r.interval_ttfts.empty()) {
+      std::sort(r.interval_ttfts.begin(), r.interval_ttfts.end());
+      const int64_t p90 = r.interval_ttfts[(r.interval_ttfts.size() * 9) / 10];
+      const int before = r.limit;
+      if (p90 > config.admission.target_ttft_ns) {
+        r.limit = std::max(config.admission.min_inflight, static_cast<int>(r.limit * 0.8));
+      } else if (r.saturated) {
+        r.limit = std::min(config.admission.max_inflight_per_replica, r.limit + 1);
+      }
+      if (r.limit != before) Dispatch();
+    }
+    r.interval = {};
+    r.interval_ttfts.clear();
+    r.saturated = false;
+  }
+}
+
+void Gateway::Impl::StartBackground() {
+  asio::co_spawn(executor, Every(config.health.interval_ns, &Impl::HealthTick), asio::detached);
+  asio::co_spawn(
+      executor,
+      Every(std::max<int64_t>(config.scrape_interval_ns, 50 * kNsPerMs), &Impl::ScrapeTick),
+      asio::detached);
+  asio::co_spawn(executor, Every(config.outlier.interval_ns, &Impl::OutlierTick), asio::detached);
+}
+
+void Gateway::Impl::OnProcessEvent(const ReplicaProcessEvent& e) {
+  for (const auto& rp : replicas) {
+    Replica& r = *rp;
+    if (r.launched != e.index) continue;
+    telemetry.Event("process_" + e.type, r.name,
+                    {{"pid", e.pid}, {"port", e.port}, {"detail", e.detail}});
+    if (e.type == "spawned") Record(r.health.OnProcessStart(), r);
+    if (e.type == "exited" || e.type == "spawn_failed") Record(r.health.OnProcessExit(e.detail), r);
+  }
+}
+
+std::vector<ReplicaSnapshot> Gateway::Impl::Snapshot() const {
+  std::vector<ReplicaSnapshot> out;
+  for (const auto& r : replicas) {
+    if (r->removed) continue;
+    ReplicaSnapshot s;
+    s.url = r->name;
+    s.pool = r->pool;
+    s.state = std::string(ReplicaStateName(r->health.state()));
+    s.in_flight = r->in_flight;
+    s.limit = r->limit;
+    s.ejections = r->health.ejections();
+    s.queued = r->queued;
+    s.restarts = launcher && r->launched >= 0 ? launcher->restarts(r->launched) : 0;
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace titan::gateway
