@@ -60,7 +60,11 @@ awaitable<void> Gateway::Impl::Route(http::Exchange& ex) {
                       {"limit", s.limit},
                       {"ejections", s.ejections},
                       {"queued", s.queued},
-                      {"restarts", s.restarts}});
+                      {"restarts", s.restarts},
+                      {"silence_ms", s.silence_ms},
+                      {"stall_threshold_ms", s.stall_threshold_ms},
+                      {"oldest_without_first_byte_ms", s.oldest_without_first_byte_ms},
+                      {"weight", s.weight}});
     }
     std::string text = nlohmann::json({{"replicas", list}}).dump();
     co_await ex.Respond(200, "application/json", std::move(text));

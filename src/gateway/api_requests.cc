@@ -181,12 +181,17 @@ awaitable<void> Gateway::Impl::ServeApi(http::Exchange& ex, Context& c) {
       co_return;
     }
   }
-  const int64_t class_deadline = A.classes[c.ticket.class_index].deadline_ns;
+  // A class without a deadline of its own queues no longer than the TTFT objective: a request
+  // that would wait past it would miss it anyway, and shedding it (429 + Retry-After) keeps the
+  // queue short for the requests that can still make it.
+  const PriorityClass& klass = A.classes[c.ticket.class_index];
+  const int64_t class_deadline = klass.deadline_ns > 0 ? klass.deadline_ns : config.ttft_slo_ns;
   if (deadline_ms > 0) {
     c.ticket.deadline_ns = c.arrival_ns + deadline_ms * kNsPerMs;
   } else if (class_deadline > 0) {
     c.ticket.deadline_ns = c.arrival_ns + class_deadline;
   }
+  ++pool_load[c.ticket.pool].arrivals;
   if (config.routing.policy == RoutingPolicy::kPrefix) {
     c.ticket.key = PrefixKey(c.info.prompt_text, config.routing.prefix_chars);
   } else if (config.routing.policy == RoutingPolicy::kSession) {
@@ -211,6 +216,12 @@ awaitable<void> Gateway::Impl::ServeApi(http::Exchange& ex, Context& c) {
     up.headers.push_back({"Authorization", std::string(auth)});
   }
   up.body = req.body;
+  HedgePolicy hedge;
+  hedge.allowed = (config.hedging.enabled || config.hedging.rescue) && klass.hedge;
+  hedge.class_index = c.ticket.class_index;
+  hedge.pool = c.ticket.pool;
+  hedge.prompt_tokens = prompt_tokens;
+  hedge.seat_tokens = c.ticket.tokens;
   for (int attempt = 0;; ++attempt) {
     int64_t retry_after = 0;
     const int64_t queued_at = MonoNowNs();
@@ -236,11 +247,16 @@ awaitable<void> Gateway::Impl::ServeApi(http::Exchange& ex, Context& c) {
     if (attempt == 0) {
       ++counters.admitted;
       telemetry.queue_seconds->RecordGauge(WallNowNs(), NsToSeconds(c.queue_ns));
+      telemetry.prompt_tokens->AddCounter(WallNowNs(), static_cast<double>(prompt_tokens));
+      hedge_budgets[c.ticket.class_index].Earn(prompt_tokens, seat_ns);
     }
-    c.replica = r->name;
     const bool can_retry = attempt < config.retries;
-    Answer a = co_await Forward(*r, up, c.info.stream, can_retry, &ex, c.request_id);
-    Release(r, c.ticket.tokens);
+    Answer a = co_await Forward(*r, up, c.info.stream, can_retry, &ex, c.request_id,
+                                c.ticket.tokens, &hedge);
+    c.replica = a.replica ? a.replica->name : r->name;
+    if (a.sent_ns > 0) c.sent_wall_ns = WallNowNs() - (MonoNowNs() - a.sent_ns);
+    if (a.hedge) c.hedge = a.hedge;
+    c.hedge_won |= a.hedge_won;
     if (!a.client_gone) {  // a request cut short says nothing of the service time
       mean_service_ns = 0.9 * mean_service_ns + 0.1 * static_cast<double>(MonoNowNs() - seat_ns);
     }
@@ -248,8 +264,8 @@ awaitable<void> Gateway::Impl::ServeApi(http::Exchange& ex, Context& c) {
       ++counters.retries;
       ++c.retries;
       telemetry.retries->AddCounter(WallNowNs(), 1);
-      telemetry.Event("retry", r->name, {{"request", c.request_id}, {"error", a.error}});
-      c.ticket.exclude.insert(r->index);
+      telemetry.Event("retry", c.replica, {{"request", c.request_id}, {"error", a.error}});
+      c.ticket.exclude.insert(a.tried.begin(), a.tried.end());
       c.ticket.assigned = nullptr;
       continue;
     }
@@ -285,7 +301,7 @@ awaitable<void> Gateway::Impl::ServeApi(http::Exchange& ex, Context& c) {
     }
     c.status = a.status;
     std::string_view type = http::FindHeader(a.headers, "Content-Type");
-    http::Headers extra = {{"X-Request-Id", c.request_id}, {"X-Titan-Replica", r->name}};
+    http::Headers extra = {{"X-Request-Id", c.request_id}, {"X-Titan-Replica", c.replica}};
     const std::string content_type(type.empty() ? "application/json" : type);
     co_await ex.Respond(a.status, content_type, std::move(a.body), extra);
     co_return;
@@ -319,8 +335,7 @@ awaitable<void> Gateway::Impl::HandlePlain(http::Exchange& ex) {
     up.headers.push_back({"Content-Type", std::string(type)});
   }
   up.body = req.body;
-  Answer a = co_await Forward(*r, up, false, false, &ex, c.request_id);
-  Release(r, 0);
+  Answer a = co_await Forward(*r, up, false, false, &ex, c.request_id, 0, nullptr);
   if (ex.responded() || a.client_gone) co_return;
   if (a.drain_cut) {
     co_await RespondError(ex, c, 503, "service_unavailable", a.error, kRetryAfterOne);
@@ -354,6 +369,11 @@ void Gateway::Impl::WriteAccessLog(const Context& c) {
       {"retries", c.retries},
       {"batched", c.batch > 0},
   };
+  if (c.sent_wall_ns > 0) line["sent_time_ns"] = c.sent_wall_ns;
+  if (c.hedge) {
+    line["hedge"] = c.hedge;
+    line["hedge_won"] = c.hedge_won;
+  }
   if (!c.reason.empty()) line["reason"] = c.reason;
   std::string text = line.dump();
   text += '\n';

@@ -233,6 +233,7 @@ Status ParseAdmission(Section s, AdmissionConfig* a) {
       TITAN_RETURN_IF_ERROR(item.String("name", &pc.name));
       TITAN_RETURN_IF_ERROR(item.Integer("max_queue", &pc.max_queue, 0, 10'000'000));
       TITAN_RETURN_IF_ERROR(item.Duration("deadline", &pc.deadline_ns, true));
+      TITAN_RETURN_IF_ERROR(item.Bool("hedge", &pc.hedge));
       TITAN_RETURN_IF_ERROR(item.Check());
       if (pc.name.empty()) return s.Error(fmt::format("classes[{}]", i), "needs a name");
       a->classes.push_back(std::move(pc));
@@ -341,6 +342,33 @@ Status ParseOutlier(Section s, OutlierConfig* o) {
   TITAN_RETURN_IF_ERROR(s.Duration("max_ejection", &o->max_ejection_ns));
   TITAN_RETURN_IF_ERROR(s.Number("max_ejected_fraction", &o->max_ejected_fraction, 0, 1));
   TITAN_RETURN_IF_ERROR(s.Duration("slow_start", &o->slow_start_ns, true));
+  TITAN_RETURN_IF_ERROR(s.Number("capacity_utilization", &o->capacity_utilization, 0.1, 1));
+  return s.Check();
+}
+
+Status ParseStall(Section s, StallConfig* t) {
+  TITAN_RETURN_IF_ERROR(s.Bool("enabled", &t->enabled));
+  TITAN_RETURN_IF_ERROR(s.Number("k", &t->k, 1, 1000));
+  TITAN_RETURN_IF_ERROR(s.Duration("floor", &t->floor_ns));
+  TITAN_RETURN_IF_ERROR(s.Duration("initial", &t->initial_ns));
+  TITAN_RETURN_IF_ERROR(s.Duration("window", &t->window_ns));
+  if (t->window_ns < kNsPerSecond || t->window_ns > 3600 * kNsPerSecond) {
+    return s.Error("window", "must be between 1s and 1h");
+  }
+  TITAN_RETURN_IF_ERROR(s.Duration("check_interval", &t->check_interval_ns));
+  return s.Check();
+}
+
+Status ParseHedging(Section s, HedgingConfig* h) {
+  TITAN_RETURN_IF_ERROR(s.Bool("enabled", &h->enabled));
+  TITAN_RETURN_IF_ERROR(s.Bool("rescue", &h->rescue));
+  TITAN_RETURN_IF_ERROR(s.Number("delay_factor", &h->delay_factor, 1, 1000));
+  TITAN_RETURN_IF_ERROR(s.Duration("min_delay", &h->min_delay_ns));
+  TITAN_RETURN_IF_ERROR(s.Number("budget", &h->budget, 0, 1));
+  TITAN_RETURN_IF_ERROR(s.Duration("budget_window", &h->budget_window_ns));
+  if (h->budget_window_ns < kNsPerSecond) {
+    return s.Error("budget_window", "must be at least 1s (the budget keeps one-second slots)");
+  }
   return s.Check();
 }
 
@@ -381,6 +409,8 @@ Result<GatewayConfig> ParseConfig(std::string_view yaml_text, std::string_view s
     TITAN_RETURN_IF_ERROR(ParseBatching(top.Child("batching"), &c.batching));
     TITAN_RETURN_IF_ERROR(ParseHealth(top.Child("health"), &c.health));
     TITAN_RETURN_IF_ERROR(ParseOutlier(top.Child("outlier"), &c.outlier));
+    TITAN_RETURN_IF_ERROR(ParseStall(top.Child("stall"), &c.stall));
+    TITAN_RETURN_IF_ERROR(ParseHedging(top.Child("hedging"), &c.hedging));
     TITAN_RETURN_IF_ERROR(top.Integer("retries", &c.retries, 0, 10));
     TITAN_RETURN_IF_ERROR(top.Duration("scrape_interval", &c.scrape_interval_ns, true));
     TITAN_RETURN_IF_ERROR(top.Duration("upstream_timeout", &c.upstream_timeout_ns));
@@ -458,6 +488,7 @@ Status ValidateConfig(const GatewayConfig& c) {
   constexpr int64_t kMinPeriodNs = 10'000'000;
   for (auto [name, ns] : {std::pair{"health.interval (--health-interval)", c.health.interval_ns},
                           std::pair{"outlier.interval (--outlier-interval)", c.outlier.interval_ns},
+                          std::pair{"stall.check_interval", c.stall.check_interval_ns},
                           std::pair{"scrape_interval (0 turns it off)", c.scrape_interval_ns}}) {
     if (ns != 0 && ns < kMinPeriodNs) {
       return InvalidArgumentError(fmt::format("{}: {} is shorter than the shortest period, {}",

@@ -32,7 +32,10 @@ struct ReplicaConfig {
 struct PriorityClass {
   std::string name;
   size_t max_queue = 1024;  // waiting requests of this class; more get 429
-  int64_t deadline_ns = 0;  // default deadline of its requests (0: none)
+  // Default deadline of its requests (0: none, or ttft_slo when that is set): a request that
+  // cannot get a seat by then gets 429 + Retry-After instead of a place in the queue.
+  int64_t deadline_ns = 0;
+  bool hedge = true;  // its requests may be hedged and rescued (hedging, stall)
 };
 
 struct TenantWeight {
@@ -109,6 +112,34 @@ struct OutlierConfig {
   int64_t max_ejection_ns = 120'000'000'000;
   double max_ejected_fraction = 0.5;  // never eject more replicas than this by outlier rules
   int64_t slow_start_ns = 10'000'000'000;
+  // A replica that is only slow is ejected only when the others carry the offered load at or
+  // below this utilization of their measured rate (capacity.h); else it is weighted down.
+  double capacity_utilization = 0.9;
+};
+
+// Stall detection from progress (progress_watch.h): a busy replica silent for longer than
+// max(floor, k x the p99 of its recent gaps) stops getting requests until its next byte.
+struct StallConfig {
+  bool enabled = true;
+  double k = 3;
+  int64_t floor_ns = 100'000'000;
+  int64_t initial_ns = 1'000'000'000;      // the threshold before a replica has 20 samples
+  int64_t window_ns = 60'000'000'000;      // "recent": the percentiles' window
+  int64_t check_interval_ns = 10'000'000;  // how often the gateway looks (also the hedge check)
+};
+
+// Hedged and rescued requests (docs/gateway.md): a streamed request without its first token
+// after max(min_delay, delay_factor x the replicas' recent TTFT p95) is sent to another ready
+// replica too; a request without its first token on a replica that stalls is sent elsewhere at
+// once (rescue). The first to send a token wins; the other's connection is closed. Both draw on
+// a budget of `budget` x the offered prompt tokens per priority class (hedge_budget.h).
+struct HedgingConfig {
+  bool enabled = true;
+  bool rescue = true;
+  double delay_factor = 2;
+  int64_t min_delay_ns = 50'000'000;
+  double budget = 0.05;
+  int64_t budget_window_ns = 60'000'000'000;
 };
 
 struct LaunchConfig {
@@ -129,6 +160,8 @@ struct GatewayConfig {
   BatchingConfig batching;
   HealthConfig health;
   OutlierConfig outlier;
+  StallConfig stall;
+  HedgingConfig hedging;
   int retries = 1;  // on another replica, when a request failed before its first byte
   int64_t scrape_interval_ns = 250'000'000;  // replica /metrics
   int64_t upstream_timeout_ns = 600'000'000'000;
@@ -136,10 +169,12 @@ struct GatewayConfig {
   // failed it: the client gets the mid-stream error instead of waiting out upstream_timeout.
   int64_t upstream_idle_timeout_ns = 60'000'000'000;
   int64_t drain_timeout_ns = 30'000'000'000;
-  int64_t ttft_slo_ns = 0;  // for the SLO-attainment metric (0: not tracked)
-  std::string access_log;   // JSON lines, one per request ("-": stdout)
-  std::string event_log;    // JSON lines (titan's event-log format)
-  std::string perfetto;     // written at exit
+  // The TTFT objective: the SLO-attainment metric, and the default deadline of classes without
+  // their own (queueing past it would miss it anyway). 0: neither.
+  int64_t ttft_slo_ns = 0;
+  std::string access_log;  // JSON lines, one per request ("-": stdout)
+  std::string event_log;   // JSON lines (titan's event-log format)
+  std::string perfetto;    // written at exit
 };
 
 // Parses YAML text (`source` names it in errors) on top of `base`.

@@ -104,14 +104,13 @@ awaitable<void> Gateway::Impl::RunBatch(Batch batch) {
     counters.admitted += attempt == 0 ? batch.members.size() : 0;
     const int64_t seat_ns = MonoNowNs();
     const bool can_retry = attempt < config.retries;
-    Answer a = co_await Forward(*r, up, false, can_retry, nullptr, kNoId);
-    Release(r, t.tokens);
+    Answer a = co_await Forward(*r, up, false, can_retry, nullptr, kNoId, t.tokens, nullptr);
     mean_service_ns = 0.9 * mean_service_ns + 0.1 * static_cast<double>(MonoNowNs() - seat_ns);
     if (a.retry && can_retry) {
       ++counters.retries;
       telemetry.retries->AddCounter(WallNowNs(), 1);
       telemetry.Event("retry", r->name, {{"batch", batch.members.size()}, {"error", a.error}});
-      t.exclude.insert(r->index);
+      t.exclude.insert(a.tried.begin(), a.tried.end());
       t.assigned = nullptr;
       continue;
     }

@@ -57,9 +57,14 @@ Status Gateway::Impl::ApplyConfig(GatewayConfig next) {
     if (!url.ok()) return url.status();
   }
   const int old_limit = config.admission.max_inflight_per_replica;
+  const bool budgets_changed = config.admission.classes.size() != next.admission.classes.size() ||
+                               config.hedging.budget != next.hedging.budget ||
+                               config.hedging.budget_window_ns != next.hedging.budget_window_ns;
   config = std::move(next);
   health_config = config.health;
   outlier_config = config.outlier;
+  stall_config = config.stall;
+  if (budgets_changed) ResetHedgeBudgets();
   router->Reconfigure(config.routing);
   for (auto& [pool, queue] : queues) queue.Reconfigure(config.admission);
   queue_depth_series.clear();  // class names may have changed
@@ -83,6 +88,13 @@ Status Gateway::Impl::ApplyConfig(GatewayConfig next) {
   return OkStatus();
 }
 
+void Gateway::Impl::ResetHedgeBudgets() {
+  hedge_budgets.clear();
+  for (size_t i = 0; i < config.admission.classes.size(); ++i) {
+    hedge_budgets.emplace_back(config.hedging.budget, config.hedging.budget_window_ns);
+  }
+}
+
 Gateway::Gateway(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Gateway::~Gateway() { Stop(); }
@@ -93,6 +105,8 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config) {
   impl->config = config;
   impl->health_config = config.health;
   impl->outlier_config = config.outlier;
+  impl->stall_config = config.stall;
+  impl->ResetHedgeBudgets();
   impl->router = std::make_unique<Router>(config.routing);
   TITAN_RETURN_IF_ERROR(impl->telemetry.Open(config.event_log));
   if (!config.access_log.empty()) {

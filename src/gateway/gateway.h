@@ -53,6 +53,10 @@ struct ReplicaSnapshot {
   int ejections = 0;
   double queued = 0;  // scraped from the replica
   int restarts = 0;   // supervised replicas: respawns
+  // The stall watch: time since its last progress while busy, the silence that would make it
+  // stalled now, and the longest its requests in flight have waited for a first byte.
+  double silence_ms = 0, stall_threshold_ms = 0, oldest_without_first_byte_ms = 0;
+  double weight = 1;  // routing weight: slow start x slowness (capacity.h)
 };
 
 struct GatewayCounters {
@@ -68,6 +72,7 @@ struct GatewayCounters {
   uint64_t batches = 0;    // upstream batches sent
   uint64_t batched = 0;    // client requests that went in them
   uint64_t in_flight = 0;  // now
+  uint64_t hedges = 0;     // hedges and rescues sent
 };
 
 class Gateway {

@@ -36,7 +36,9 @@ int GatewayCommand(int argc, char** argv) {
       "429 + Retry-After), limits (prompt tokens, max_tokens, n, body size), routing\n"
       "(round_robin, least_outstanding, p2c, prefix, session), dynamic batching of embeddings\n"
       "and non-streamed completions, health checks, outlier ejection with back-off and slow\n"
-      "start, retries before the first byte, supervised replicas. docs/gateway.md has every\n"
+      "start, retries before the first byte, supervised replicas; stall detection from progress,\n"
+      "hedged and rescued requests within a prompt-token budget, ejection only when the others\n"
+      "can carry the load (a slow replica is weighted down instead). docs/gateway.md has every\n"
       "config key. Durations: 250ms, 2s, 1m.\n\n"
       "Examples:\n"
       "  titan gateway --replica http://127.0.0.1:8001 --replica http://127.0.0.1:8002\n"
@@ -53,7 +55,8 @@ int GatewayCommand(int argc, char** argv) {
   int64_t memory_max = 0;
   std::string launch_logs;
   int max_inflight = 0, retries = -1;
-  bool adaptive = false, batching = false;
+  bool adaptive = false, batching = false, no_hedging = false, no_stall_detection = false;
+  double hedge_budget = -1;
   std::string target_ttft, queue_timeout, max_queue_delay, ttft_slo, health_interval,
       outlier_interval, slow_start, drain_timeout, base_ejection;
   int64_t token_budget = -1, max_prompt_tokens = -1, long_prompt_tokens = -1, max_tokens = -1,
@@ -96,6 +99,13 @@ int GatewayCommand(int argc, char** argv) {
   app.add_option("--max-batch-size", max_batch_size, "members per merged request (8)")
       ->check(CLI::Range(size_t{1}, size_t{4096}));
   app.add_option("--max-queue-delay", max_queue_delay, "longest wait for a batch to fill (2ms)");
+  app.add_flag("--no-hedging", no_hedging,
+               "send no hedge after a late first token (rescues from stalled replicas stay on)");
+  app.add_option("--hedge-budget", hedge_budget,
+                 "hedged + rescued prompt tokens per class, as a fraction of admitted ones (0.05)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_flag("--no-stall-detection", no_stall_detection,
+               "never take a silent replica out of rotation (and so no rescues)");
   app.add_option("--retries", retries, "retries on another replica before the first byte (1)")
       ->check(CLI::Range(0, 10));
   app.add_option("--ttft-slo", ttft_slo, "TTFT target for the SLO-attainment metric");
@@ -159,6 +169,9 @@ int GatewayCommand(int argc, char** argv) {
     if (max_tokens >= 0) c->limits.max_tokens = max_tokens;
     if (max_body_bytes > 0) c->limits.max_body_bytes = static_cast<size_t>(max_body_bytes);
     if (batching) c->batching.enabled = true;
+    if (no_hedging) c->hedging.enabled = false;
+    if (hedge_budget >= 0) c->hedging.budget = hedge_budget;
+    if (no_stall_detection) c->stall.enabled = false;
     if (max_batch_size > 0) c->batching.max_batch_size = max_batch_size;
     if (retries >= 0) c->retries = retries;
     if (!access_log.empty()) c->access_log = access_log;

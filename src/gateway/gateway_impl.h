@@ -31,7 +31,10 @@
 #include "src/base/clock.h"
 #include "src/gateway/admission.h"
 #include "src/gateway/gateway.h"
+#include "src/gateway/hedge_budget.h"
 #include "src/gateway/openai_request.h"
+#include "src/gateway/progress_watch.h"
+#include "src/gateway/recent_latencies.h"
 #include "src/gateway/replica_health.h"
 #include "src/gateway/replica_launcher.h"
 #include "src/gateway/router.h"
@@ -86,9 +89,11 @@ class Signal {
   bool notified_ = false;
 };
 
+struct UpstreamCall;  // relay.cc
+
 struct Replica {
-  Replica(const HealthConfig* h, const OutlierConfig* o, ReplicaState initial)
-      : health(h, o, initial) {}
+  Replica(const HealthConfig* h, const OutlierConfig* o, const StallConfig* s, ReplicaState initial)
+      : health(h, o, initial), watch(s) {}
   int index = 0;
   std::string name;  // the URL as given
   http::Url url;
@@ -107,8 +112,20 @@ struct Replica {
   IntervalStats interval;
   std::vector<int64_t> interval_ttfts;
   bool saturated = false;  // reached its limit during this interval
+  // Stall watch: its progress, its calls in progress (those without a first token are rescued
+  // when it stalls), how many of them have had a first byte.
+  ProgressWatch watch;
+  std::set<UpstreamCall*> calls;
+  int streaming = 0;
+  int64_t stalled_at_ns = 0;     // monotonic, while stalled
+  bool probing = false;          // a probe request is out (stalled with nothing in flight)
+  double generated_tokens = -1;  // its scraped generated-token counter (-1: none seen)
+  // Capacity: mean seat time of its recent answers (seconds; 0: none yet) and the routing
+  // weight it keeps while it is slow and the others cannot carry the load without it.
+  double seat_seconds = 0;
+  double slow_weight = 1;
   Series *inflight_s = nullptr, *ready_s = nullptr, *limit_s = nullptr, *ejections_s = nullptr,
-         *errors_s = nullptr;
+         *errors_s = nullptr, *stalled_s = nullptr;
 };
 
 // One request's claim on a seat.
@@ -127,7 +144,7 @@ struct Ticket {
   bool client_gone = false;  // the client left while it waited: no answer, no seat
 };
 
-struct UpstreamCall;  // relay.cc
+struct Race;  // relay.cc
 
 // Counts a scope: `n` is one higher while it lives (a coroutine's, too, until its frame goes).
 class ScopedCount {
@@ -143,8 +160,9 @@ class ScopedCount {
 
 struct Gateway::Impl {
   GatewayConfig config;
-  HealthConfig health_config;  // stable addresses for ReplicaHealth
+  HealthConfig health_config;  // stable addresses for ReplicaHealth and ProgressWatch
   OutlierConfig outlier_config;
+  StallConfig stall_config;
   std::unique_ptr<http::Server> server;
   asio::any_io_executor executor;
   std::vector<std::unique_ptr<Replica>> replicas;
@@ -164,6 +182,13 @@ struct Gateway::Impl {
   double mean_service_ns = 1e9;  // EWMA of seat time, for expected waits
   double chars_per_token = 0;    // calibrated; 0: config's
   GatewayCounters counters;
+  // Requests arriving at each pool's admission since the last outlier tick, and the offered
+  // load they make (requests/s), for the capacity check.
+  struct PoolLoad {
+    uint64_t arrivals = 0;
+    double offered_rps = 0;
+  };
+  std::map<std::string, PoolLoad> pool_load;
 
   ~Impl() {
     if (access_log && access_log != stdout) std::fclose(access_log);
@@ -196,6 +221,9 @@ struct Gateway::Impl {
     int retries = 0;
     int64_t queue_ns = 0, ttft_ns = -1;
     size_t batch = 0;
+    const char* hedge = nullptr;  // "delay" or "rescue" when the request was hedged
+    bool hedge_won = false;       // its answer came from the hedge
+    int64_t sent_wall_ns = 0;     // when its answer's attempt went to `replica` (wall clock)
   };
   awaitable<void> HandleApi(http::Exchange& ex, Endpoint endpoint);
   awaitable<void> ServeApi(http::Exchange& ex, Context& c);
@@ -250,12 +278,47 @@ struct Gateway::Impl {
     bool drain_cut = false;      // the gateway's drain timeout ended it (not the replica)
     int64_t sent_ns = 0, first_ns = 0;
     std::string error;
+    Replica* replica = nullptr;   // whose answer it is (the winner of a hedge)
+    std::set<int> tried;          // replicas it went to (a retry goes elsewhere)
+    const char* hedge = nullptr;  // "delay" or "rescue" when a hedge was sent
+    bool hedge_won = false;
   };
-  // Sends `request` to `r` and, when `client` is set, relays the answer to it as it arrives
-  // (stream) or whole; with `client` null (batches) the answer is only returned.
+  // What a request lets the relay do beyond its first attempt (HedgeCheck).
+  struct HedgePolicy {
+    bool allowed = false;  // hedging or rescue on, and its class allows them
+    size_t class_index = 0;
+    std::string pool = "default";
+    int64_t prompt_tokens = 0;  // what a duplicate costs: the budget's unit
+    int64_t seat_tokens = 0;    // prompt + max_tokens: a seat's share of a token budget
+  };
+  // Sends `request` to `r`, whose seat (of `seat_tokens`) the caller holds and hands over:
+  // every seat the request takes is released here. When `client` is set, relays the answer to
+  // it as it arrives (stream) or whole; with `client` null (batches) the answer is only
+  // returned. With `hedge` allowed, the request may be hedged or rescued (relay.cc).
   awaitable<Answer> Forward(Replica& r, const http::OutgoingRequest& request, bool stream,
-                            bool can_retry, http::Exchange* client, const std::string& id);
+                            bool can_retry, http::Exchange* client, const std::string& id,
+                            int64_t seat_tokens, const HedgePolicy* hedge);
   std::unique_ptr<http::ClientConnection> TakeIdle(Replica& r);
+  // An attempt of `race` at `r` (whose seat the caller took), sent from its own coroutine.
+  std::shared_ptr<UpstreamCall> StartAttempt(Race& race, Replica& r,
+                                             const http::OutgoingRequest& request,
+                                             int64_t seat_tokens, const char* hedge);
+  // How long `x` has waited for its first byte (0 once it has one).
+  static double FirstByteWaitMs(const UpstreamCall& x, int64_t now_ns);
+  // An attempt ended: accounted on its replica (`failed`: the replica's failure), its
+  // connection pooled or closed, its seat released.
+  void EndAttempt(UpstreamCall& x, bool failed);
+  // Races that may still get a hedge or a rescue (not committed).
+  std::set<Race*> races;
+  // First-token times of recent answers, all replicas, and their p95 as of the last stall tick.
+  RecentLatencies fleet_ttft;
+  int64_t hedge_ttft_p95_ns = 0;
+  // The hedge budget of each priority class (same order as config.admission.classes).
+  std::vector<HedgeBudget> hedge_budgets;
+  // How long a streamed request may wait for its first token before a hedge.
+  int64_t HedgeDelayNs() const;
+  // Sends hedges and rescues that are due (see relay.cc), within budget and free seats.
+  void HedgeCheck(int64_t now_ns);
   // The drain timeout ended: every upstream call still running is closed, and its client gets
   // a 503 (a stream: a final error event).
   void CutCallsForDrain();
@@ -265,7 +328,8 @@ struct Gateway::Impl {
   // Logs a state change of `r` (event log, metrics) and acts on it: warm-up, dispatch, shed
   // the waiters of a pool left without replicas.
   void Record(const std::optional<Transition>& t, Replica& r);
-  // A ready replica of `t`'s pool that `t` has not tried yet (a retry goes elsewhere or fails).
+  // A ready (or stalled: it may be back any moment) replica of `t`'s pool that `t` has not
+  // tried yet: else a request gets 503 at once (a retry goes elsewhere or fails).
   bool PoolHasUntried(const Ticket& t) const;
   bool PoolMayRecover(const std::string& pool) const;
   // Waiters of a pool with no ready replica keep waiting while one may come back (their own
@@ -286,9 +350,25 @@ struct Gateway::Impl {
   void HealthTick();
   void ScrapeTick();
   void OutlierTick();
+  // Every stall.check_interval: stall detection, probes of stalled replicas, HedgeCheck.
+  void StallTick();
+  // A byte of an answer from `r` (`gap_ns` since the previous byte of that answer, or since
+  // its send for its first): the stall watch's progress; a stalled replica is ready again.
+  // Returns whether the gap is the answer's own behaviour (not a stall's).
+  bool OnReplicaProgress(Replica& r, int64_t now_ns, int64_t gap_ns, bool first_byte);
+  // The replica's work in flight changed: tells its stall watch.
+  void UpdateWork(Replica& r);
+  // A stalled replica with nothing of the gateway's in flight gets one small request, whose
+  // answer is the progress that ends the stall (or whose failure ejects it).
+  awaitable<void> Probe(Replica* r);
+  // Ejections for slowness that the others could not absorb become routing weights
+  // (capacity.h); `verdict` is the outlier rule's.
+  void EjectOrWeigh(Replica& r, const OutlierVerdict& verdict, int64_t now_ns);
+  // Rebuilds the hedge budgets (start, and reloads that change the classes).
+  void ResetHedgeBudgets();
   void StartBackground();
   void OnProcessEvent(const ReplicaProcessEvent& e);
-  std::vector<ReplicaSnapshot> Snapshot() const;
+  std::vector<ReplicaSnapshot> Snapshot();
   // Runs `tick` every `interval_ns` until the gateway stops (no catch-up burst after a delay).
   awaitable<void> Every(int64_t interval_ns, void (Impl::*tick)());
 

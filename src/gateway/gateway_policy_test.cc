@@ -12,7 +12,11 @@
 #include <vector>
 
 #include "src/gateway/admission.h"
+#include "src/gateway/capacity.h"
 #include "src/gateway/config.h"
+#include "src/gateway/hedge_budget.h"
+#include "src/gateway/progress_watch.h"
+#include "src/gateway/recent_latencies.h"
 #include "src/gateway/replica_health.h"
 #include "src/gateway/router.h"
 #include "src/gateway/stream_meter.h"
@@ -1360,18 +1364,18 @@ class OutlierTest : public ::testing::Test {
 TEST_F(OutlierTest, SlowItlNeedsConsecutiveIntervals) {
   std::vector<IntervalStats> stats = {Stats(10, 0, 100, 10), Stats(10, 0, 100, 12),
                                       Stats(10, 0, 100, 50), Stats(10, 0, 100, 11)};
-  std::vector<std::string> v = EvaluateOutliers(stats, Healths(4), outlier_, 4, 0);
+  std::vector<OutlierVerdict> v = EvaluateOutliers(stats, Healths(4), outlier_, 4, 0);
   ASSERT_EQ(v.size(), 4u);
-  for (const std::string& s : v) EXPECT_EQ(s, "") << "one interval is not enough";
+  for (const OutlierVerdict& s : v) EXPECT_EQ(s.reason, "") << "one interval is not enough";
   EXPECT_EQ(healths_[2].slow_intervals, 1);
   EXPECT_EQ(healths_[0].slow_intervals, 0);
 
   v = EvaluateOutliers(stats, Healths(4), outlier_, 4, 0);
-  EXPECT_EQ(v[0], "");
-  EXPECT_EQ(v[1], "");
-  EXPECT_EQ(v[3], "");
-  EXPECT_THAT(v[2], HasSubstr("itl"));
-  EXPECT_THAT(v[2], HasSubstr("2 intervals"));
+  EXPECT_EQ(v[0].reason, "");
+  EXPECT_EQ(v[1].reason, "");
+  EXPECT_EQ(v[3].reason, "");
+  EXPECT_THAT(v[2].reason, HasSubstr("itl"));
+  EXPECT_THAT(v[2].reason, HasSubstr("2 intervals"));
   EXPECT_EQ(healths_[2].slow_intervals, 2);
 }
 
@@ -1381,23 +1385,23 @@ TEST_F(OutlierTest, AGoodIntervalResetsTheCount) {
                                      Stats(10, 0, 100, 50)};
   std::vector<IntervalStats> fine = {Stats(10, 0, 100, 10), Stats(10, 0, 100, 10),
                                      Stats(10, 0, 100, 10)};
-  EXPECT_EQ(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2], "");
-  EXPECT_EQ(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2], "");
-  EXPECT_EQ(EvaluateOutliers(fine, Healths(3), outlier_, 3, 0)[2], "");
+  EXPECT_EQ(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2].reason, "");
+  EXPECT_EQ(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2].reason, "");
+  EXPECT_EQ(EvaluateOutliers(fine, Healths(3), outlier_, 3, 0)[2].reason, "");
   EXPECT_EQ(healths_[2].slow_intervals, 0);
-  EXPECT_EQ(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2], "");
-  EXPECT_EQ(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2], "");
-  EXPECT_THAT(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2], HasSubstr("itl"));
+  EXPECT_EQ(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2].reason, "");
+  EXPECT_EQ(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2].reason, "");
+  EXPECT_THAT(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2].reason, HasSubstr("itl"));
 }
 
 TEST_F(OutlierTest, SlowTtftIsNamed) {
   outlier_.consecutive_intervals = 1;
   std::vector<IntervalStats> stats = {Stats(10, 0, 100, 10), Stats(10, 0, 900, 10),
                                       Stats(10, 0, 110, 10)};
-  std::vector<std::string> v = EvaluateOutliers(stats, Healths(3), outlier_, 4, 0);
-  EXPECT_EQ(v[0], "");
-  EXPECT_THAT(v[1], HasSubstr("ttft"));
-  EXPECT_EQ(v[2], "");
+  std::vector<OutlierVerdict> v = EvaluateOutliers(stats, Healths(3), outlier_, 4, 0);
+  EXPECT_EQ(v[0].reason, "");
+  EXPECT_THAT(v[1].reason, HasSubstr("ttft"));
+  EXPECT_EQ(v[2].reason, "");
 }
 
 TEST_F(OutlierTest, UnderTheRatioIsKept) {
@@ -1405,8 +1409,8 @@ TEST_F(OutlierTest, UnderTheRatioIsKept) {
   std::vector<IntervalStats> stats = {Stats(10, 0, 100, 10), Stats(10, 0, 100, 10),
                                       Stats(10, 0, 280, 29)};  // 2.8x, 2.9x < 3x
   for (int i = 0; i < 5; ++i) {
-    for (const std::string& s : EvaluateOutliers(stats, Healths(3), outlier_, 3, 0)) {
-      EXPECT_EQ(s, "");
+    for (const OutlierVerdict& s : EvaluateOutliers(stats, Healths(3), outlier_, 3, 0)) {
+      EXPECT_EQ(s.reason, "");
     }
   }
 }
@@ -1414,11 +1418,11 @@ TEST_F(OutlierTest, UnderTheRatioIsKept) {
 TEST_F(OutlierTest, ErrorRateEjectsAtOnce) {
   std::vector<IntervalStats> stats = {Stats(10, 0, 100, 10), Stats(10, 6, 100, 10),
                                       Stats(10, 1, 100, 10), Stats(10, 4, 100, 10)};
-  std::vector<std::string> v = EvaluateOutliers(stats, Healths(4), outlier_, 4, 0);
-  EXPECT_EQ(v[0], "");
-  EXPECT_THAT(v[1], HasSubstr("6 of 10 requests failed"));
-  EXPECT_EQ(v[2], "");
-  EXPECT_EQ(v[3], "");  // 40% < 50%
+  std::vector<OutlierVerdict> v = EvaluateOutliers(stats, Healths(4), outlier_, 4, 0);
+  EXPECT_EQ(v[0].reason, "");
+  EXPECT_THAT(v[1].reason, HasSubstr("6 of 10 requests failed"));
+  EXPECT_EQ(v[2].reason, "");
+  EXPECT_EQ(v[3].reason, "");  // 40% < 50%
 }
 
 TEST_F(OutlierTest, MinRequestsIsRespected) {
@@ -1426,39 +1430,326 @@ TEST_F(OutlierTest, MinRequestsIsRespected) {
   // Two requests, both failed and both slow: too few to judge.
   std::vector<IntervalStats> stats = {Stats(10, 0, 100, 10), Stats(10, 0, 100, 10),
                                       Stats(2, 2, 5000, 500)};
-  for (const std::string& s : EvaluateOutliers(stats, Healths(3), outlier_, 3, 0)) {
-    EXPECT_EQ(s, "");
+  for (const OutlierVerdict& s : EvaluateOutliers(stats, Healths(3), outlier_, 3, 0)) {
+    EXPECT_EQ(s.reason, "");
   }
   EXPECT_EQ(healths_[2].slow_intervals, 0);
   // Peers with too few samples do not make a median: nobody to compare with.
   stats = {Stats(2, 0, 100, 10), Stats(1, 0, 100, 10), Stats(10, 0, 5000, 500)};
-  for (const std::string& s : EvaluateOutliers(stats, Healths(3), outlier_, 3, 0)) {
-    EXPECT_EQ(s, "");
+  for (const OutlierVerdict& s : EvaluateOutliers(stats, Healths(3), outlier_, 3, 0)) {
+    EXPECT_EQ(s.reason, "");
   }
   EXPECT_EQ(healths_[2].slow_intervals, 0);
   // With three requests, it counts.
   stats = {Stats(10, 0, 100, 10), Stats(10, 0, 100, 10), Stats(3, 2, 100, 10)};
-  EXPECT_THAT(EvaluateOutliers(stats, Healths(3), outlier_, 3, 0)[2], HasSubstr("2 of 3"));
+  EXPECT_THAT(EvaluateOutliers(stats, Healths(3), outlier_, 3, 0)[2].reason, HasSubstr("2 of 3"));
 }
 
 TEST_F(OutlierTest, MaxEjectedFractionCapsVerdicts) {
   // Two replicas, both failing everything, fraction 0.5: one verdict at most.
   std::vector<IntervalStats> stats = {Stats(10, 10, 100, 10), Stats(10, 10, 100, 10)};
-  std::vector<std::string> v = EvaluateOutliers(stats, Healths(2), outlier_, 2, 0);
-  EXPECT_EQ(std::count_if(v.begin(), v.end(), [](const std::string& s) { return !s.empty(); }), 1);
+  std::vector<OutlierVerdict> v = EvaluateOutliers(stats, Healths(2), outlier_, 2, 0);
+  EXPECT_EQ(
+      std::count_if(v.begin(), v.end(), [](const OutlierVerdict& s) { return !s.reason.empty(); }),
+      1);
   // One of the two is already out: none more.
   v = EvaluateOutliers({Stats(10, 10, 100, 10)}, Healths(1), outlier_, 2, 1);
-  EXPECT_EQ(v[0], "");
+  EXPECT_EQ(v[0].reason, "");
   // Four replicas, fraction 0.5, three bad: two verdicts.
   stats = {Stats(10, 10, 100, 10), Stats(10, 10, 100, 10), Stats(10, 10, 100, 10),
            Stats(10, 0, 100, 10)};
   v = EvaluateOutliers(stats, Healths(4), outlier_, 4, 0);
-  EXPECT_EQ(std::count_if(v.begin(), v.end(), [](const std::string& s) { return !s.empty(); }), 2);
-  EXPECT_EQ(v[3], "");
+  EXPECT_EQ(
+      std::count_if(v.begin(), v.end(), [](const OutlierVerdict& s) { return !s.reason.empty(); }),
+      2);
+  EXPECT_EQ(v[3].reason, "");
   // Fraction 0: outlier rules never eject.
   outlier_.max_ejected_fraction = 0;
   v = EvaluateOutliers(stats, Healths(4), outlier_, 4, 0);
-  for (const std::string& s : v) EXPECT_EQ(s, "");
+  for (const OutlierVerdict& s : v) EXPECT_EQ(s.reason, "");
+}
+
+TEST_F(OutlierTest, LatencyVerdictsSayHowSlowErrorVerdictsDoNot) {
+  outlier_.consecutive_intervals = 1;
+  std::vector<IntervalStats> stats = {Stats(10, 0, 100, 10), Stats(10, 0, 100, 10),
+                                      Stats(10, 0, 100, 40), Stats(10, 8, 100, 10)};
+  std::vector<OutlierVerdict> v = EvaluateOutliers(stats, Healths(4), outlier_, 4, 0);
+  EXPECT_TRUE(v[2].slow);
+  EXPECT_DOUBLE_EQ(v[2].ratio, 4.0);
+  EXPECT_FALSE(v[3].slow) << "errors eject whatever the capacity";
+  EXPECT_THAT(v[3].reason, HasSubstr("8 of 10"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ReplicaHealth: the stalled state
+
+TEST_F(ReplicaHealthTest, AStallTakesItOutAndItsFirstByteBringsItBackAtOnce) {
+  ReplicaHealth h = Ready(0);
+  const uint64_t epoch = h.epoch();
+  const double weight = h.Weight(3 * kSec);
+  auto t = h.OnStall("no progress for 150ms");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->to, ReplicaState::kStalled);
+  EXPECT_FALSE(h.Routable());
+  EXPECT_FALSE(h.OnStall("again").has_value());
+  // No back-off, no warm-up, no slow start: ready at once, weight as before.
+  t = h.OnProgress("a byte");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->from, ReplicaState::kStalled);
+  EXPECT_EQ(t->to, ReplicaState::kReady);
+  EXPECT_EQ(h.ejections(), 0);
+  EXPECT_DOUBLE_EQ(h.Weight(3 * kSec), weight);
+  // Latency numbers from before the stall ended belong to an older epoch.
+  EXPECT_EQ(h.epoch(), epoch + 1);
+  // Progress of a replica that is not stalled changes nothing.
+  EXPECT_FALSE(h.OnProgress("a byte").has_value());
+}
+
+TEST_F(ReplicaHealthTest, AStalledReplicaThatAlsoFailsIsEjected) {
+  ReplicaHealth h = Ready(0);
+  ASSERT_TRUE(h.OnStall("silent").has_value());
+  std::optional<Transition> t;
+  for (int i = 0; i < health_.failures_to_eject; ++i) t = h.OnHealthCheck(false, kSec);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->from, ReplicaState::kStalled);
+  EXPECT_EQ(t->to, ReplicaState::kEjected);
+  // Only a stalled replica's progress ends a stall: an ejected one stays out.
+  EXPECT_FALSE(h.OnProgress("a byte").has_value());
+  EXPECT_EQ(h.state(), ReplicaState::kEjected);
+}
+
+TEST_F(ReplicaHealthTest, EveryReadinessStartsANewEpoch) {
+  ReplicaHealth h = Ready(0);
+  const uint64_t first = h.epoch();
+  ASSERT_TRUE(h.Eject("slow", kSec).has_value());
+  ASSERT_TRUE(h.OnHealthCheck(true, 10 * kSec).has_value());  // warming
+  ASSERT_TRUE(h.OnWarmedUp(10 * kSec).has_value());
+  EXPECT_EQ(h.epoch(), first + 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ProgressWatch
+
+class ProgressWatchTest : public ::testing::Test {
+ protected:
+  ProgressWatchTest() {
+    config_.k = 3;
+    config_.floor_ns = 100 * kMs;
+    config_.initial_ns = kSec;
+  }
+  // `n` answers that each paused at most `pause` between two bytes, one every `every`, ending at
+  // `*now`; each streams tokens `pause` apart.
+  void Answers(ProgressWatch& w, int n, int64_t pause, int64_t* now, int64_t every = 10 * kMs) {
+    for (int i = 0; i < n; ++i) {
+      *now += every;
+      w.OnProgress(*now, pause, false);
+      w.OnAnswerEnd(*now, pause);
+    }
+  }
+  // `n` first bytes, each `ttft` after its send, one every `ttft`, ending at `*now`.
+  void FirstBytes(ProgressWatch& w, int n, int64_t ttft, int64_t* now) {
+    for (int i = 0; i < n; ++i) w.OnProgress(*now += ttft, ttft, true);
+  }
+  // What a sample of `ns` counts as: its bucket's upper edge (recent_latencies.h).
+  static int64_t Bucketed(int64_t ns) {
+    return RecentLatencies::UpperEdgeNs(RecentLatencies::BucketOf(ns));
+  }
+  StallConfig config_;
+  static constexpr int64_t kScrape = 250 * kMs;
+};
+
+TEST_F(ProgressWatchTest, AnIdleReplicaNeverStalls) {
+  ProgressWatch w(&config_);
+  EXPECT_FALSE(w.busy());
+  EXPECT_FALSE(w.Stalled(100 * kSec, kScrape));
+  EXPECT_EQ(w.SilenceNs(100 * kSec), 0);
+}
+
+TEST_F(ProgressWatchTest, WithoutSamplesTheInitialThresholdHolds) {
+  ProgressWatch w(&config_);
+  w.SetWork(1, 0, 0, 0);
+  EXPECT_FALSE(w.Stalled(900 * kMs, kScrape));
+  EXPECT_TRUE(w.Stalled(kSec + 1, kScrape));
+  EXPECT_THAT(w.Explain(kSec + 1, kScrape), HasSubstr("initial"));
+}
+
+TEST_F(ProgressWatchTest, TheThresholdFollowsTheReplicasOwnPauses) {
+  ProgressWatch w(&config_);
+  int64_t now = 0;
+  w.SetWork(8, 8, 0, now);
+  Answers(w, 200, 10 * kMs, &now);
+  // 3 x 10ms is under the floor.
+  EXPECT_EQ(w.ThresholdNs(now, kScrape), 100 * kMs);
+  EXPECT_FALSE(w.Stalled(now + 100 * kMs, kScrape));
+  EXPECT_TRUE(w.Stalled(now + 101 * kMs, kScrape));
+  // A replica whose answers pause up to 60ms is not stalled after 150ms of silence.
+  Answers(w, 600, 60 * kMs, &now);
+  const int64_t threshold = 3 * Bucketed(60 * kMs);  // 3 x 65.5ms
+  EXPECT_EQ(w.ThresholdNs(now, kScrape), threshold);
+  EXPECT_FALSE(w.Stalled(now + 150 * kMs, kScrape));
+  EXPECT_TRUE(w.Stalled(now + threshold + 1, kScrape));
+  EXPECT_THAT(w.Explain(now + threshold + 1, kScrape), HasSubstr("3 x p99 pause 65.5ms"));
+}
+
+TEST_F(ProgressWatchTest, BeforeAnyFirstByteTheTtftsAreTheScale) {
+  ProgressWatch w(&config_);
+  int64_t now = 0;
+  w.SetWork(1, 0, 0, now);
+  FirstBytes(w, 50, 80 * kMs, &now);
+  Answers(w, 100, 5 * kMs, &now);  // fast tokens do not make a waiting request stalled
+  EXPECT_EQ(w.ThresholdNs(now, kScrape), 3 * Bucketed(80 * kMs));
+  EXPECT_FALSE(w.Stalled(now + 200 * kMs, kScrape));
+  w.SetWork(1, 1, 0, now);  // now one answer streams: the pauses are the scale
+  EXPECT_EQ(w.ThresholdNs(now, kScrape), 100 * kMs);
+}
+
+TEST_F(ProgressWatchTest, GapsSpanningAStallTeachItNothingSoTheNextStallIsSeenAsSoon) {
+  ProgressWatch w(&config_);
+  int64_t now = 0;
+  w.SetWork(8, 8, 0, now);
+  Answers(w, 300, 10 * kMs, &now);
+  const int64_t threshold = w.ThresholdNs(now, kScrape);
+  // A 3 s stall, detected; then all 8 streams resume, each with a 3 s gap that is no sample.
+  const int64_t stall_start = now;
+  ASSERT_TRUE(w.Stalled(stall_start + threshold + 1, kScrape));
+  w.MarkStalled(stall_start + threshold + 1);
+  now = stall_start + 3 * kSec;
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_FALSE(w.OnProgress(now + i, 3 * kSec + i, false));
+    w.OnAnswerEnd(now + i, 10 * kMs);  // their other gaps were 10ms
+  }
+  now += 8;
+  EXPECT_EQ(w.ThresholdNs(now, kScrape), threshold);
+  Answers(w, 20, 10 * kMs, &now);
+  EXPECT_TRUE(w.OnProgress(now, 10 * kMs, false)) << "after the stall, gaps count again";
+  EXPECT_EQ(w.ThresholdNs(now, kScrape), threshold);
+  EXPECT_TRUE(w.Stalled(now + threshold + 1, kScrape));
+}
+
+TEST_F(ProgressWatchTest, ALongPromptsPrefillEveryFewSecondsIsNormalAtAnyLoad) {
+  // Answers of 32 tokens every 10ms apart, and every 2 s a 200ms step (a long prompt's prefill)
+  // that the 8 answers then running wait through: under 1% of the gaps, but a few percent of
+  // the answers, always in the window.
+  ProgressWatch w(&config_);
+  int64_t now = 0;
+  w.SetWork(8, 8, 0, now);
+  for (int second = 0; second < 20; ++second) {
+    Answers(w, 92, 10 * kMs, &now);
+    Answers(w, 8, 200 * kMs, &now);
+    EXPECT_GE(w.ThresholdNs(now, kScrape), 3 * 200 * kMs) << "at second " << second;
+  }
+  // A window with no such pause forgets it.
+  for (int second = 0; second < 61; ++second) Answers(w, 100, 10 * kMs, &now);
+  EXPECT_EQ(w.ThresholdNs(now, kScrape), config_.floor_ns);
+}
+
+TEST(RecentLatenciesTest, QuantilesAreTheBucketsUpperEdgeAndForgetTheirWindow) {
+  RecentLatencies r(10);
+  for (int i = 1; i <= 100; ++i) r.Add(i * kMs, 0);
+  // Nearest rank 50 is 50ms, in a bucket whose upper edge is within 19% above it.
+  const int64_t p50 = r.Quantile(0.5, 0);
+  EXPECT_GE(p50, 50 * kMs);
+  EXPECT_LE(p50, 60 * kMs);
+  EXPECT_EQ(r.Quantile(0.99, 0), RecentLatencies::UpperEdgeNs(RecentLatencies::BucketOf(99 * kMs)));
+  EXPECT_EQ(r.Quantile(0.5, 0, 101), -1) << "fewer samples than asked for";
+  EXPECT_EQ(r.Count(9 * kSec), 100u);
+  EXPECT_EQ(r.Count(10 * kSec), 0u) << "a 10 s window forgets second 0 at second 10";
+  EXPECT_EQ(r.Quantile(0.5, 10 * kSec), -1);
+  // Out-of-range values land in the end buckets.
+  r.Add(0, 11 * kSec);
+  r.Add(int64_t{1} << 62, 11 * kSec);
+  EXPECT_EQ(r.Quantile(0.01, 11 * kSec), RecentLatencies::UpperEdgeNs(0));
+  EXPECT_EQ(r.Quantile(0.99, 11 * kSec),
+            RecentLatencies::UpperEdgeNs(RecentLatencies::kBuckets - 1));
+}
+
+TEST_F(ProgressWatchTest, BusyOnlyByItsOwnQueueItWaitsTwoScrapes) {
+  ProgressWatch w(&config_);
+  int64_t now = 0;
+  w.SetWork(2, 0, 0, now);
+  FirstBytes(w, 50, 50 * kMs, &now);  // 3 x 50ms: under two scrapes
+  w.SetWork(0, 0, 5, now);  // none of ours in flight, five waiting in the replica
+  EXPECT_TRUE(w.busy());
+  EXPECT_EQ(w.ThresholdNs(now, kScrape), 2 * kScrape);
+  EXPECT_FALSE(w.Stalled(now + 400 * kMs, kScrape));
+  w.OnScrapedProgress(now + 400 * kMs);  // its generated-token count moved
+  EXPECT_FALSE(w.Stalled(now + 800 * kMs, kScrape));
+  EXPECT_TRUE(w.Stalled(now + 901 * kMs, kScrape));
+}
+
+TEST_F(ProgressWatchTest, OffNeverStalls) {
+  config_.enabled = false;
+  ProgressWatch w(&config_);
+  w.SetWork(1, 0, 0, 0);
+  EXPECT_FALSE(w.Stalled(100 * kSec, kScrape));
+}
+
+// ---------------------------------------------------------------------------------------------
+// HedgeBudget
+
+TEST(HedgeBudgetTest, SpendsOnlyWhatItsClassEarned) {
+  HedgeBudget b(0.05, 60 * kSec);
+  EXPECT_FALSE(b.CanSpend(64, 0)) << "nothing earned yet";
+  for (int i = 0; i < 19; ++i) b.Earn(64, i * kMs);  // 19 x 64 x 5% = 60.8 < 64
+  EXPECT_FALSE(b.TrySpend(64, 20 * kMs));
+  b.Earn(64, 21 * kMs);  // 64
+  EXPECT_TRUE(b.TrySpend(64, 22 * kMs));
+  EXPECT_FALSE(b.TrySpend(1, 23 * kMs));
+  EXPECT_EQ(b.spent_total(), 64);
+}
+
+TEST(HedgeBudgetTest, OverAnyRunHedgesStayWithinTheFraction) {
+  HedgeBudget b(0.05, 60 * kSec);
+  uint64_t state = 12345;
+  auto next = [&] {
+    return (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 33;
+  };
+  double offered = 0;
+  for (int64_t t = 0; t < 300 * kSec; t += 7 * kMs) {
+    const int64_t tokens = 16 + static_cast<int64_t>(next() % 4096);
+    b.Earn(tokens, t);
+    offered += static_cast<double>(tokens);
+    if (next() % 3 == 0) b.TrySpend(16 + static_cast<int64_t>(next() % 4096), t);
+    ASSERT_LE(static_cast<double>(b.spent_total()), 0.05 * offered + 1e-6);
+  }
+  EXPECT_GT(b.spent_total(), 0.04 * offered) << "the budget is usable, not only safe";
+}
+
+TEST(HedgeBudgetTest, AnIdleStretchBanksNoMoreThanTheWindowEarned) {
+  HedgeBudget b(0.1, 10 * kSec);
+  for (int i = 0; i < 100; ++i) b.Earn(1000, i * 100 * kMs);  // 10 s at 100 tokens/s earned
+  EXPECT_TRUE(b.CanSpend(9000, 10 * kSec));
+  // An hour later the window holds nothing: no storm of hedges after a quiet hour.
+  EXPECT_FALSE(b.CanSpend(1, 3600 * kSec));
+  b.Earn(1000, 3601 * kSec);
+  EXPECT_TRUE(b.CanSpend(100, 3601 * kSec));
+  EXPECT_FALSE(b.CanSpend(101, 3601 * kSec));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Capacity
+
+TEST(CapacityTest, TheOthersCarryTheLoadOnlyWithinTheirRate) {
+  // Three replicas of 8 seats, 0.8 s per request: 10 req/s each.
+  std::vector<ReplicaCapacity> r = {{8, 0.8, true}, {8, 0.8, true}, {8, 0.8, true}};
+  CapacityCheck c = OthersCanCarry(r, 2, 15, 0.9);
+  EXPECT_TRUE(c.others_can_carry) << c.Explain();  // 15 <= 0.9 x 20
+  EXPECT_EQ(c.others, 2u);
+  EXPECT_DOUBLE_EQ(c.others_rps, 20);
+  c = OthersCanCarry(r, 2, 24, 0.9);  // 80% of the three: too much for two
+  EXPECT_FALSE(c.others_can_carry) << c.Explain();
+  EXPECT_THAT(c.Explain(), HasSubstr("2 others carry 18.0 req/s at 90% for 24.0 req/s offered"));
+}
+
+TEST(CapacityTest, OnlyServingReplicasCountAndUnknownSeatTimesTakeThePeersMedian) {
+  std::vector<ReplicaCapacity> r = {{8, 0.8, true}, {8, 0, true}, {8, 0.8, false}, {8, 9, true}};
+  // Without #3 (the slow one): #0 (10/s) and #1 (no numbers: the median 0.8 s, 10/s); #2 is out.
+  CapacityCheck c = OthersCanCarry(r, 3, 17, 0.9);
+  EXPECT_EQ(c.others, 2u);
+  EXPECT_DOUBLE_EQ(c.others_rps, 20);
+  EXPECT_TRUE(c.others_can_carry);
+  // Nobody else serves: never.
+  EXPECT_FALSE(OthersCanCarry({{8, 0.8, true}}, 0, 0.1, 0.9).others_can_carry);
 }
 
 // ---------------------------------------------------------------------------------------------

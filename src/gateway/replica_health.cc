@@ -17,6 +17,8 @@ std::string_view ReplicaStateName(ReplicaState state) {
       return "warming";
     case ReplicaState::kReady:
       return "ready";
+    case ReplicaState::kStalled:
+      return "stalled";
     case ReplicaState::kEjected:
       return "ejected";
     case ReplicaState::kDown:
@@ -43,7 +45,7 @@ std::optional<Transition> ReplicaHealth::OnHealthCheck(bool ok, int64_t now_ns, 
   if (state_ == ReplicaState::kDown) return std::nullopt;
   if (!ok) {
     ++failed_checks_;
-    if (may_eject && state_ == ReplicaState::kReady &&
+    if (may_eject && (state_ == ReplicaState::kReady || state_ == ReplicaState::kStalled) &&
         failed_checks_ >= health_->failures_to_eject) {
       return Eject(fmt::format("{} failed health checks in a row", failed_checks_), now_ns);
     }
@@ -67,6 +69,7 @@ std::optional<Transition> ReplicaHealth::OnWarmedUp(int64_t now_ns) {
   ready_since_ns_ = now_ns;
   failures_in_row_ = 0;
   slow_intervals = 0;
+  ++epoch_;
   return MoveTo(ReplicaState::kReady, "warmed up");
 }
 
@@ -76,14 +79,18 @@ std::optional<Transition> ReplicaHealth::OnRequestEnd(bool ok, int64_t now_ns) {
     return std::nullopt;
   }
   ++failures_in_row_;
-  if (state_ == ReplicaState::kReady && failures_in_row_ >= outlier_->consecutive_failures) {
+  if ((state_ == ReplicaState::kReady || state_ == ReplicaState::kStalled) &&
+      failures_in_row_ >= outlier_->consecutive_failures) {
     return Eject(fmt::format("{} failed requests in a row", failures_in_row_), now_ns);
   }
   return std::nullopt;
 }
 
 std::optional<Transition> ReplicaHealth::Eject(std::string reason, int64_t now_ns) {
-  if (state_ != ReplicaState::kReady && state_ != ReplicaState::kWarming) return std::nullopt;
+  if (state_ != ReplicaState::kReady && state_ != ReplicaState::kWarming &&
+      state_ != ReplicaState::kStalled) {
+    return std::nullopt;
+  }
   ++ejections_;
   const double factor = std::ldexp(1.0, std::min(ejections_ - 1, 30));
   const int64_t duration = static_cast<int64_t>(
@@ -92,6 +99,18 @@ std::optional<Transition> ReplicaHealth::Eject(std::string reason, int64_t now_n
   failures_in_row_ = 0;
   slow_intervals = 0;
   return MoveTo(ReplicaState::kEjected, std::move(reason), duration);
+}
+
+std::optional<Transition> ReplicaHealth::OnStall(std::string reason) {
+  if (state_ != ReplicaState::kReady) return std::nullopt;
+  return MoveTo(ReplicaState::kStalled, std::move(reason));
+}
+
+std::optional<Transition> ReplicaHealth::OnProgress(std::string reason) {
+  if (state_ != ReplicaState::kStalled) return std::nullopt;
+  ++epoch_;
+  slow_intervals = 0;
+  return MoveTo(ReplicaState::kReady, std::move(reason));
 }
 
 std::optional<Transition> ReplicaHealth::OnProcessExit(std::string detail) {
@@ -131,11 +150,11 @@ std::optional<std::pair<double, double>> AgainstPeers(const std::vector<Interval
 
 }  // namespace
 
-std::vector<std::string> EvaluateOutliers(const std::vector<IntervalStats>& stats,
-                                          std::vector<ReplicaHealth*> healths,
-                                          const OutlierConfig& config, size_t replicas_total,
-                                          size_t already_out) {
-  std::vector<std::string> verdicts(stats.size());
+std::vector<OutlierVerdict> EvaluateOutliers(const std::vector<IntervalStats>& stats,
+                                             std::vector<ReplicaHealth*> healths,
+                                             const OutlierConfig& config, size_t replicas_total,
+                                             size_t already_out) {
+  std::vector<OutlierVerdict> verdicts(stats.size());
   const size_t max_out = static_cast<size_t>(config.max_ejected_fraction * replicas_total);
   size_t out = already_out;
   for (size_t i = 0; i < stats.size(); ++i) {
@@ -147,6 +166,7 @@ std::vector<std::string> EvaluateOutliers(const std::vector<IntervalStats>& stat
                            FormatDuration(config.interval_ns));
     }
     bool slow = false;
+    double slow_ratio = 0;
     std::string slow_reason;
     for (auto [name, sum, count] :
          {std::tuple{"ttft", &IntervalStats::ttft_sum_ns, &IntervalStats::ttft_count},
@@ -155,6 +175,7 @@ std::vector<std::string> EvaluateOutliers(const std::vector<IntervalStats>& stat
       if (against && against->second > 0 &&
           against->first > config.latency_ratio * against->second) {
         slow = true;
+        slow_ratio = std::max(slow_ratio, against->first / against->second);
         slow_reason = fmt::format("{} {} is {:.1f}x the peers' median {}", name,
                                   FormatDurationShort(static_cast<int64_t>(against->first)),
                                   against->first / against->second,
@@ -162,11 +183,13 @@ std::vector<std::string> EvaluateOutliers(const std::vector<IntervalStats>& stat
       }
     }
     healths[i]->slow_intervals = slow ? healths[i]->slow_intervals + 1 : 0;
+    bool latency = false;
     if (reason.empty() && healths[i]->slow_intervals >= config.consecutive_intervals) {
       reason = fmt::format("{} for {} intervals", slow_reason, healths[i]->slow_intervals);
+      latency = true;
     }
     if (!reason.empty() && out < max_out) {
-      verdicts[i] = std::move(reason);
+      verdicts[i] = {std::move(reason), latency, latency ? slow_ratio : 0};
       ++out;
     }
   }

@@ -7,6 +7,10 @@
 //   warming   healthy; the gateway sends it warm-up requests before any traffic;
 //   ready     gets traffic; for outlier.slow_start after (re)admission its routing weight
 //             ramps from 0.1 to 1, so a cold replica is not flooded at once;
+//   stalled   busy and making no progress for longer than its own recent behaviour explains
+//             (progress_watch.h): no new requests until its next byte of progress, which makes
+//             it ready again at once (no back-off, no warm-up, no slow start: a stall is a
+//             transient, not a fault);
 //   ejected   out of rotation until `until_ns`, then back to warming once a health check
 //             passes. Ejection lasts outlier.base_ejection * 2^(ejections-1), capped at
 //             outlier.max_ejection; `ejections` goes back to 0 after a clean max_ejection.
@@ -15,7 +19,13 @@
 // row (circuit breaker, outlier.consecutive_failures), an interval error rate over
 // outlier.error_rate, or TTFT / ITL over outlier.latency_ratio times the peers' median for
 // outlier.consecutive_intervals intervals (EvaluateOutliers). Outlier rules never eject more
-// than outlier.max_ejected_fraction of the replicas; health checks and exits always count.
+// than outlier.max_ejected_fraction of the replicas; health checks and exits always count. A
+// stalled replica that also fails (its checks, its requests) is ejected like a ready one.
+// The gateway ejects a replica that is only slow (a latency verdict) only when the others can
+// carry the load without it (capacity.h).
+//
+// Each time the replica becomes ready its epoch grows: latency numbers of requests sent in an
+// earlier epoch (before an ejection or a stall ended) say nothing of it now and are not counted.
 //
 // Thread safety: none; owned by the gateway's event loop.
 #pragma once
@@ -30,7 +40,7 @@
 
 namespace titan::gateway {
 
-enum class ReplicaState { kStarting, kWarming, kReady, kEjected, kDown };
+enum class ReplicaState { kStarting, kWarming, kReady, kStalled, kEjected, kDown };
 std::string_view ReplicaStateName(ReplicaState state);
 
 // A state change to report: {from, to, reason}.
@@ -61,6 +71,7 @@ class ReplicaHealth {
   double Weight(int64_t now_ns) const;
   int ejections() const { return ejections_; }
   int64_t ejected_until_ns() const { return until_ns_; }
+  uint64_t epoch() const { return epoch_; }
 
   // A health check's result. With `may_eject` false, failures are counted but do not eject
   // (the gateway passes false for a timed-out check of the last ready replica of its pool:
@@ -73,6 +84,10 @@ class ReplicaHealth {
   std::optional<Transition> OnRequestEnd(bool ok, int64_t now_ns);
   // Outlier verdict (from EvaluateOutliers).
   std::optional<Transition> Eject(std::string reason, int64_t now_ns);
+  // The stall watch found it busy and silent (ready -> stalled).
+  std::optional<Transition> OnStall(std::string reason);
+  // A byte of progress: stalled -> ready at once, keeping its slow-start weight.
+  std::optional<Transition> OnProgress(std::string reason);
   std::optional<Transition> OnProcessExit(std::string detail);
   std::optional<Transition> OnProcessStart();
 
@@ -90,15 +105,23 @@ class ReplicaHealth {
   int ejections_ = 0;
   int64_t until_ns_ = 0;
   int64_t ready_since_ns_ = 0;
+  uint64_t epoch_ = 0;
+};
+
+// One replica's verdict for one interval.
+struct OutlierVerdict {
+  std::string reason;  // why to eject it; "" to keep it
+  bool slow = false;   // a latency verdict (not errors): the gateway weighs it against capacity
+  double ratio = 0;    // with `slow`: its latency over the peers' median
 };
 
 // One interval's verdicts: for each replica (same order as `stats`, whose entries are only the
-// routable replicas' numbers), the reason to eject it, or "" to keep it. Updates each
-// replica's slow_intervals. `replicas_total` counts every replica (for the ejected fraction),
-// `already_out` those not routable now.
-std::vector<std::string> EvaluateOutliers(const std::vector<IntervalStats>& stats,
-                                          std::vector<ReplicaHealth*> healths,
-                                          const OutlierConfig& config, size_t replicas_total,
-                                          size_t already_out);
+// routable replicas' numbers), the verdict. Updates each replica's slow_intervals.
+// `replicas_total` counts every replica (for the ejected fraction), `already_out` those not
+// routable now.
+std::vector<OutlierVerdict> EvaluateOutliers(const std::vector<IntervalStats>& stats,
+                                             std::vector<ReplicaHealth*> healths,
+                                             const OutlierConfig& config, size_t replicas_total,
+                                             size_t already_out);
 
 }  // namespace titan::gateway

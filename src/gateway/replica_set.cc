@@ -10,6 +10,7 @@
 #include "src/base/duration.h"
 #include "src/base/json_depth.h"
 #include "src/base/log.h"
+#include "src/gateway/capacity.h"
 #include "src/gateway/gateway_impl.h"
 #include "src/metrics/text_parse.h"
 
@@ -18,7 +19,8 @@ namespace titan::gateway {
 Status Gateway::Impl::AddReplica(const ReplicaConfig& rc, int launched) {
   TITAN_ASSIGN_OR_RETURN(http::Url url, http::ParseUrl(rc.url));
   TITAN_ASSIGN_OR_RETURN(asio::ip::tcp::endpoint endpoint, http::Resolve(url));
-  auto r = std::make_unique<Replica>(&health_config, &outlier_config, ReplicaState::kStarting);
+  auto r = std::make_unique<Replica>(&health_config, &outlier_config, &stall_config,
+                                     ReplicaState::kStarting);
   r->index = static_cast<int>(replicas.size());
   r->name = rc.url;
   r->url = url;
@@ -32,6 +34,7 @@ Status Gateway::Impl::AddReplica(const ReplicaConfig& rc, int launched) {
   r->limit_s = telemetry.InflightLimit(r->name);
   r->ejections_s = telemetry.Ejections(r->name);
   r->errors_s = telemetry.UpstreamErrors(r->name);
+  r->stalled_s = telemetry.Stalled(r->name);
   if (!queues.count(rc.pool)) queues.emplace(rc.pool, FairQueue(config.admission));
   replicas.push_back(std::move(r));
   return OkStatus();
@@ -42,7 +45,29 @@ void Gateway::Impl::Record(const std::optional<Transition>& t, Replica& r) {
   nlohmann::json fields = {
       {"from", ReplicaStateName(t->from)}, {"to", ReplicaStateName(t->to)}, {"reason", t->reason}};
   std::string type = "replica_state";
-  if (t->to == ReplicaState::kEjected) {
+  const int64_t now = MonoNowNs();
+  if (t->from == ReplicaState::kStalled) {
+    fields["stalled_s"] = NsToSeconds(now - r.stalled_at_ns);
+    r.stalled_s->RecordGauge(WallNowNs(), 0);
+    telemetry.Counter("stalled " + r.name, WallNowNs(), 0);
+  }
+  if (t->to == ReplicaState::kStalled) {
+    type = "stall";
+    const int64_t silence = r.watch.SilenceNs(now);
+    r.stalled_at_ns = now;
+    fields["silence_s"] = NsToSeconds(silence);
+    fields["threshold_s"] = NsToSeconds(r.watch.ThresholdNs(now, config.scrape_interval_ns));
+    fields["in_flight"] = r.in_flight;
+    telemetry.Stalls(r.name)->AddCounter(WallNowNs(), 1);
+    telemetry.stall_detection_seconds->RecordGauge(WallNowNs(), NsToSeconds(silence));
+    r.stalled_s->RecordGauge(WallNowNs(), 1);
+    telemetry.Counter("stalled " + r.name, WallNowNs(), 1);
+    Log(LogLevel::kWarning, "gateway", "{} stalled: {}", r.name, t->reason);
+  } else if (t->from == ReplicaState::kStalled && t->to == ReplicaState::kReady) {
+    type = "unstall";
+    Log(LogLevel::kInfo, "gateway", "{} is making progress again after {}", r.name,
+        FormatDurationShort(now - r.stalled_at_ns));
+  } else if (t->to == ReplicaState::kEjected) {
     type = "eject";
     fields["ejection_s"] = NsToSeconds(t->ejection_ns);
     fields["ejections"] = r.health.ejections();
@@ -61,7 +86,8 @@ void Gateway::Impl::Record(const std::optional<Transition>& t, Replica& r) {
   if (!r.health.Routable()) r.idle.clear();
   if (t->to == ReplicaState::kWarming) StartWarmup(r);
   if (t->to == ReplicaState::kReady) {
-    r.limit = config.admission.max_inflight_per_replica;
+    // Back from warm-up: a fresh limit. Back from a stall: as it was (a stall is no fault).
+    if (t->from != ReplicaState::kStalled) r.limit = config.admission.max_inflight_per_replica;
     Dispatch();
   }
   if (!r.health.Routable()) FailQueuedWithoutReplicas();
@@ -69,9 +95,9 @@ void Gateway::Impl::Record(const std::optional<Transition>& t, Replica& r) {
 
 bool Gateway::Impl::PoolHasUntried(const Ticket& t) const {
   for (const auto& r : replicas) {
-    if (!r->removed && r->pool == t.pool && r->health.Routable() && !t.exclude.count(r->index)) {
-      return true;
-    }
+    const bool serving =
+        r->health.Routable() || r->health.state() == ReplicaState::kStalled;  // back any moment
+    if (!r->removed && r->pool == t.pool && serving && !t.exclude.count(r->index)) return true;
   }
   return false;
 }
@@ -193,13 +219,24 @@ awaitable<void> Gateway::Impl::Scrape(Replica* r) {
   Result<http::FetchedResponse> got = co_await http::FetchAsync(r->endpoint, req, timeout, 4 << 20);
   r->scraping = false;
   if (!got.ok() || got->status != 200) co_return;
-  double waiting = -1;
+  double waiting = -1, generated = -1;
   ParsePrometheusText(got->body, [&](const PrometheusSample& s) {
     if (s.name == "vllm:num_requests_waiting" || s.name == "llamacpp:requests_deferred") {
       waiting = std::max(waiting, 0.0) + s.value;
     }
+    if (s.name == "vllm:generation_tokens_total" || s.name == "llamacpp:tokens_predicted_total") {
+      generated = std::max(generated, 0.0) + s.value;
+    }
   });
   if (waiting >= 0) r->queued = waiting;
+  // Tokens the replica generated since the last scrape are progress the gateway's own streams
+  // may not show (other clients' requests): the replica is not stalled.
+  if (generated >= 0 && r->generated_tokens >= 0 && generated > r->generated_tokens) {
+    r->watch.OnScrapedProgress(MonoNowNs());
+    Record(r->health.OnProgress("its generated-token count moved"), *r);
+  }
+  if (generated >= 0) r->generated_tokens = generated;
+  UpdateWork(*r);
 }
 
 awaitable<void> Gateway::Impl::Every(int64_t interval_ns, void (Impl::*tick)()) {
@@ -232,7 +269,9 @@ void Gateway::Impl::ScrapeTick() {
     r->inflight_s->RecordGauge(wall, r->in_flight);
     r->limit_s->RecordGauge(wall, r->limit);
     r->ready_s->RecordGauge(wall, r->health.Routable() ? 1 : 0);
-    if (config.scrape_interval_ns == 0 || r->removed || r->scraping || !r->health.Routable()) {
+    const bool stalled = r->health.state() == ReplicaState::kStalled;
+    if (config.scrape_interval_ns == 0 || r->removed || r->scraping ||
+        (!r->health.Routable() && !stalled)) {
       continue;
     }
     r->scraping = true;
@@ -261,11 +300,16 @@ void Gateway::Impl::OutlierTick() {
     healths.push_back(&rp->health);
     routable.push_back(rp.get());
   }
-  std::vector<std::string> verdicts = EvaluateOutliers(stats, healths, config.outlier, total, out);
   const int64_t now = MonoNowNs();
-  for (size_t i = 0; i < routable.size(); ++i) {
-    if (!verdicts[i].empty()) Record(routable[i]->health.Eject(verdicts[i], now), *routable[i]);
+  for (auto& [pool, load] : pool_load) {
+    const double rps = static_cast<double>(load.arrivals) / NsToSeconds(config.outlier.interval_ns);
+    // Up at once, down smoothly: a burst counts in full, a lull does not erase the load.
+    load.offered_rps = std::max(rps, 0.7 * load.offered_rps + 0.3 * rps);
+    load.arrivals = 0;
   }
+  std::vector<OutlierVerdict> verdicts =
+      EvaluateOutliers(stats, healths, config.outlier, total, out);
+  for (size_t i = 0; i < routable.size(); ++i) EjectOrWeigh(*routable[i], verdicts[i], now);
   for (const auto& rp : replicas) {
     Replica& r = *rp;
     if (config.admission.adaptive && !r.interval_ttfts.empty()) {
@@ -285,6 +329,103 @@ void Gateway::Impl::OutlierTick() {
   }
 }
 
+void Gateway::Impl::EjectOrWeigh(Replica& r, const OutlierVerdict& verdict, int64_t now_ns) {
+  if (verdict.reason.empty()) {
+    if (r.slow_weight < 1 && r.health.slow_intervals == 0) {
+      r.slow_weight = 1;
+      telemetry.Event("weight", r.name, {{"weight", 1}, {"reason", "no longer slow"}});
+    }
+    return;
+  }
+  if (!verdict.slow) {  // errors: it has no capacity and would swallow traffic
+    Record(r.health.Eject(verdict.reason, now_ns), r);
+    return;
+  }
+  std::vector<ReplicaCapacity> capacity;
+  size_t self = 0;
+  for (const auto& other : replicas) {
+    if (other->removed || other->pool != r.pool) continue;
+    if (other.get() == &r) self = capacity.size();
+    capacity.push_back({other->limit, other->seat_seconds, other->health.Routable()});
+  }
+  const CapacityCheck check = OthersCanCarry(capacity, self, pool_load[r.pool].offered_rps,
+                                             config.outlier.capacity_utilization);
+  if (check.others_can_carry) {
+    Record(r.health.Eject(fmt::format("{}; {}", verdict.reason, check.Explain()), now_ns), r);
+    return;
+  }
+  // Kept, with fewer requests: its share of routing falls with its slowness.
+  const double weight = std::clamp(1 / std::max(verdict.ratio, 1.0), 0.1, 1.0);
+  const bool changed = std::abs(weight - r.slow_weight) > 0.05;
+  r.slow_weight = weight;
+  if (!changed) return;
+  const std::string why = fmt::format("not ejected: {}; only {}; routing weight {:.2f}",
+                                      verdict.reason, check.Explain(), weight);
+  Log(LogLevel::kWarning, "gateway", "{} {}", r.name, why);
+  telemetry.Event("weight", r.name, {{"weight", weight}, {"reason", why}});
+}
+
+void Gateway::Impl::UpdateWork(Replica& r) {
+  r.watch.SetWork(r.in_flight, r.streaming, r.queued, MonoNowNs());
+}
+
+bool Gateway::Impl::OnReplicaProgress(Replica& r, int64_t now_ns, int64_t gap_ns, bool first_byte) {
+  if (first_byte) {
+    ++r.streaming;
+    UpdateWork(r);
+  }
+  const bool counts = r.watch.OnProgress(now_ns, gap_ns, first_byte);
+  if (r.health.state() == ReplicaState::kStalled) {
+    // Not from inside the upstream reader: the state change dispatches waiters.
+    Replica* replica = &r;
+    asio::post(executor, [this, replica, gap_ns] {
+      Record(replica->health.OnProgress(
+                 fmt::format("a byte of progress after {}", FormatDurationShort(gap_ns))),
+             *replica);
+    });
+  }
+  return counts;
+}
+
+void Gateway::Impl::StallTick() {
+  const int64_t now = MonoNowNs();
+  hedge_ttft_p95_ns = fleet_ttft.Quantile(0.95, now, ProgressWatch::kMinSamples);
+  for (const auto& rp : replicas) {
+    Replica& r = *rp;
+    if (r.removed) continue;
+    if (r.health.state() == ReplicaState::kReady && config.stall.enabled &&
+        r.watch.Stalled(now, config.scrape_interval_ns)) {
+      const std::string why = r.watch.Explain(now, config.scrape_interval_ns);
+      r.watch.MarkStalled(now);
+      Record(r.health.OnStall(why), r);
+    }
+    if (r.health.state() == ReplicaState::kStalled && r.in_flight == 0 && !r.probing && !stopping) {
+      r.probing = true;
+      asio::co_spawn(executor, Probe(&r), asio::detached);
+    }
+  }
+  HedgeCheck(now);
+}
+
+awaitable<void> Gateway::Impl::Probe(Replica* r) {
+  http::OutgoingRequest req;
+  req.target = r->url.path + "/v1/completions";
+  req.host = r->host_header;
+  req.headers = {{"Content-Type", "application/json"}};
+  req.body = R"({"prompt":"Hello","max_tokens":1,"temperature":0})";
+  const int64_t sent = MonoNowNs();
+  Result<http::FetchedResponse> got =
+      co_await http::FetchAsync(r->endpoint, req, config.upstream_timeout_ns);
+  r->probing = false;
+  if (stopping || r->removed) co_return;
+  if (got.ok()) {
+    // The answer is progress; its wait was the stall's, not a sample (MarkStalled).
+    OnReplicaProgress(*r, MonoNowNs(), MonoNowNs() - sent, false);
+  } else {
+    telemetry.Event("probe_failed", r->name, {{"error", std::string(got.status().message())}});
+  }
+}
+
 void Gateway::Impl::StartBackground() {
   asio::co_spawn(executor, Every(config.health.interval_ns, &Impl::HealthTick), asio::detached);
   asio::co_spawn(
@@ -292,6 +433,7 @@ void Gateway::Impl::StartBackground() {
       Every(std::max<int64_t>(config.scrape_interval_ns, 50 * kNsPerMs), &Impl::ScrapeTick),
       asio::detached);
   asio::co_spawn(executor, Every(config.outlier.interval_ns, &Impl::OutlierTick), asio::detached);
+  asio::co_spawn(executor, Every(config.stall.check_interval_ns, &Impl::StallTick), asio::detached);
 }
 
 void Gateway::Impl::OnProcessEvent(const ReplicaProcessEvent& e) {
@@ -305,7 +447,7 @@ void Gateway::Impl::OnProcessEvent(const ReplicaProcessEvent& e) {
   }
 }
 
-std::vector<ReplicaSnapshot> Gateway::Impl::Snapshot() const {
+std::vector<ReplicaSnapshot> Gateway::Impl::Snapshot() {
   std::vector<ReplicaSnapshot> out;
   for (const auto& r : replicas) {
     if (r->removed) continue;
@@ -318,6 +460,14 @@ std::vector<ReplicaSnapshot> Gateway::Impl::Snapshot() const {
     s.ejections = r->health.ejections();
     s.queued = r->queued;
     s.restarts = launcher && r->launched >= 0 ? launcher->restarts(r->launched) : 0;
+    const int64_t now = MonoNowNs();
+    s.silence_ms = NsToSeconds(r->watch.SilenceNs(now)) * 1e3;
+    s.stall_threshold_ms = NsToSeconds(r->watch.ThresholdNs(now, config.scrape_interval_ns)) * 1e3;
+    for (const UpstreamCall* x : r->calls) {
+      s.oldest_without_first_byte_ms =
+          std::max(s.oldest_without_first_byte_ms, FirstByteWaitMs(*x, now));
+    }
+    s.weight = r->health.Weight(now) * r->slow_weight;
     out.push_back(s);
   }
   return out;

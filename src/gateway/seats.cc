@@ -24,7 +24,7 @@ Replica* Gateway::Impl::TryPick(Ticket& t) {
         r.in_flight < r.limit && (budget == 0 || r.in_flight == 0 || r.tokens + t.tokens <= budget);
     if (r.in_flight >= r.limit) r.saturated = true;
     if (!seat && !affinity) continue;
-    candidates.push_back({r.index, r.in_flight, r.queued, r.health.Weight(now)});
+    candidates.push_back({r.index, r.in_flight, r.queued, r.health.Weight(now) * r.slow_weight});
     by_candidate.push_back(&r);
     has_seat.push_back(seat);
   }
@@ -35,6 +35,7 @@ Replica* Gateway::Impl::TryPick(Ticket& t) {
   r->tokens += t.tokens;
   r->inflight_s->RecordGauge(WallNowNs(), r->in_flight);
   ++counters.in_flight;
+  UpdateWork(*r);
   return r;
 }
 
@@ -43,6 +44,7 @@ void Gateway::Impl::Release(Replica* r, int64_t tokens) {
   r->tokens -= tokens;
   --counters.in_flight;
   r->inflight_s->RecordGauge(WallNowNs(), r->in_flight);
+  UpdateWork(*r);
   Dispatch();
 }
 

@@ -109,6 +109,58 @@ const SignalDesc kCompletionTokens{"titan_gateway_completion_tokens_total",
                                    {},
                                    false};
 
+const SignalDesc kStalled{"titan_gateway_replica_stalled",
+                          "1 while the replica is stalled: busy and making no progress",
+                          SignalKind::kGauge,
+                          {"replica"},
+                          {},
+                          false};
+const SignalDesc kStalls{"titan_gateway_stalls_total",
+                         "Times a replica was found stalled",
+                         SignalKind::kCounter,
+                         {"replica"},
+                         {},
+                         false};
+const SignalDesc kStallDetection{"titan_gateway_stall_detection_seconds",
+                                 "A stall's silence when it was detected (since the replica's "
+                                 "last progress)",
+                                 SignalKind::kGauge,
+                                 {},
+                                 LatencyBuckets(),
+                                 false};
+const SignalDesc kHedges{"titan_gateway_hedges_total",
+                         "Hedged requests: a second attempt on another replica (reason: delay, "
+                         "the first token was late; rescue, the replica stalled)",
+                         SignalKind::kCounter,
+                         {"reason"},
+                         {},
+                         false};
+const SignalDesc kHedgeWins{"titan_gateway_hedge_wins_total",
+                            "Hedged requests answered by the hedge",
+                            SignalKind::kCounter,
+                            {"reason"},
+                            {},
+                            false};
+const SignalDesc kHedgesRefused{"titan_gateway_hedges_refused_total",
+                                "Hedges and rescues that were due but not sent (budget, no_seat)",
+                                SignalKind::kCounter,
+                                {"why"},
+                                {},
+                                false};
+const SignalDesc kHedgePromptTokens{"titan_gateway_hedge_prompt_tokens_total",
+                                    "Prompt tokens of hedged and rescued attempts",
+                                    SignalKind::kCounter,
+                                    {},
+                                    {},
+                                    false};
+const SignalDesc kPromptTokens{"titan_gateway_prompt_tokens_total",
+                               "Prompt tokens of admitted requests (estimated): the hedge "
+                               "budget's base",
+                               SignalKind::kCounter,
+                               {},
+                               {},
+                               false};
+
 }  // namespace
 
 Telemetry::Telemetry() : registry_(RegistryOptions{0, 0, 5000}) {
@@ -119,6 +171,9 @@ Telemetry::Telemetry() : registry_(RegistryOptions{0, 0, 5000}) {
   slo_met = registry_.GetOrCreate(kSloMet, {}, 0);
   retries = registry_.GetOrCreate(kRetries, {}, 0);
   completion_tokens = registry_.GetOrCreate(kCompletionTokens, {}, 0);
+  stall_detection_seconds = registry_.GetOrCreate(kStallDetection, {}, 0);
+  hedge_prompt_tokens = registry_.GetOrCreate(kHedgePromptTokens, {}, 0);
+  prompt_tokens = registry_.GetOrCreate(kPromptTokens, {}, 0);
 }
 
 Status Telemetry::Open(const std::string& event_log_path) {
@@ -140,6 +195,17 @@ Series* Telemetry::Ejections(const std::string& r) {
 }
 Series* Telemetry::UpstreamErrors(const std::string& r) {
   return registry_.GetOrCreate(kUpstreamErrors, {r}, 0);
+}
+Series* Telemetry::Stalled(const std::string& r) { return registry_.GetOrCreate(kStalled, {r}, 0); }
+Series* Telemetry::Stalls(const std::string& r) { return registry_.GetOrCreate(kStalls, {r}, 0); }
+Series* Telemetry::Hedges(std::string_view reason) {
+  return registry_.GetOrCreate(kHedges, {std::string(reason)}, 0);
+}
+Series* Telemetry::HedgeWins(std::string_view reason) {
+  return registry_.GetOrCreate(kHedgeWins, {std::string(reason)}, 0);
+}
+Series* Telemetry::HedgesRefused(std::string_view why) {
+  return registry_.GetOrCreate(kHedgesRefused, {std::string(why)}, 0);
 }
 Series* Telemetry::Rejections(std::string_view reason) {
   return registry_.GetOrCreate(kRejections, {std::string(reason)}, 0);

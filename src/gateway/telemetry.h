@@ -22,6 +22,13 @@
 //                                               no_replica, draining, invalid, limit
 //   titan_gateway_ejections_total{replica}, titan_gateway_retries_total,
 //   titan_gateway_completion_tokens_total, titan_gateway_upstream_errors_total{replica}
+//   titan_gateway_replica_stalled{replica}      1 while stalled (gauge)
+//   titan_gateway_stalls_total{replica}         stalls detected
+//   titan_gateway_stall_detection_seconds       silence at detection (gauge, histogram)
+//   titan_gateway_hedges_total{reason}          hedges sent: delay | rescue
+//   titan_gateway_hedge_wins_total{reason}      hedged requests the hedge answered
+//   titan_gateway_hedges_refused_total{why}     due but not sent: budget | no_seat
+//   titan_gateway_hedge_prompt_tokens_total, titan_gateway_prompt_tokens_total (admitted)
 //
 // Thread safety: none; owned by the gateway's event loop (the registry itself is thread-safe).
 #pragma once
@@ -60,8 +67,13 @@ class Telemetry {
   Series* UpstreamErrors(const std::string& replica);
   Series* Rejections(std::string_view reason);
   Series* Requests(int status);
+  Series* Stalled(const std::string& replica);
+  Series* Stalls(const std::string& replica);
+  Series* Hedges(std::string_view reason);
+  Series* HedgeWins(std::string_view reason);
+  Series* HedgesRefused(std::string_view why);
   Series *batch_size, *queue_seconds, *ttft_seconds, *e2e_seconds, *slo_met, *retries,
-      *completion_tokens;
+      *completion_tokens, *stall_detection_seconds, *hedge_prompt_tokens, *prompt_tokens;
 
   // One event in titan's event-log format; `replica` names its Perfetto track ("" gateway).
   void Event(const std::string& type, const std::string& replica, nlohmann::json fields);
