@@ -46,8 +46,8 @@ int FeatureSpace::Column(const std::string& name) const {
 FeatureSpace FeatureSpace::Make(const fleet::FleetHistory& history, const FeatureOptions& options) {
   FeatureSpace s;
   s.options = options;
-  s.names = {"log_age_days",       "log_stay_days", "comp_failures", "comp_failures_30d",
-             "comp_failures_365d", "comp_repairs",  "comp_moves"};
+  s.names = {"age_days",           "stay_days",    "comp_failures", "comp_failures_30d",
+             "comp_failures_365d", "comp_repairs", "comp_moves"};
   // Attribute levels and their frequency over stays.
   std::map<std::string, std::map<std::string, int64_t>> levels;
   for (const Event& e : history.events()) {

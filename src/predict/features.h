@@ -5,7 +5,7 @@
 // failure.
 //
 // Features (names as reported in reasons and model files):
-//   log_age_days, log_stay_days        time since first entered service / since this stay began
+//   age_days, stay_days                time since first entered service / since this stay began
 //   comp_failures, comp_failures_30d, comp_failures_365d: the component's own failures
 //   comp_repairs, comp_moves           repairs and stays so far
 //   <unit>_failures_30d, _365d         failures of any component at the same value of each unit
@@ -15,7 +15,8 @@
 //                                      the most common level is the reference)
 //   cov_<name>, cov_<name>_delta_30d   each observed covariate: last value and its change over
 //                                      30 days (0 when never observed)
-// Counts enter as log(1 + n). Unit keys with more than 16 levels never become one-hot columns.
+// Counts, days and the fleet rate enter as log(1 + n). Unit keys with more than 16 levels never
+// become one-hot columns.
 //
 // Thread safety: a FeatureSpace is immutable after Make; functions are pure.
 #pragma once

@@ -267,7 +267,7 @@ std::unique_ptr<RiskModel> MakeModel(const std::string& name) {
     return std::make_unique<LandmarkCox>("cox_history", std::vector<std::string>{});
   if (name == "cox_batch_age") {
     return std::make_unique<LandmarkCox>("cox_batch_age",
-                                         std::vector<std::string>{"log_age_days", "batch="});
+                                         std::vector<std::string>{"age_days", "batch="});
   }
   if (name == "kaplan_meier") return std::make_unique<KaplanMeierModel>();
   if (name == "repeat_offenders") return std::make_unique<RepeatOffenders>();

@@ -5,7 +5,7 @@
 //                     P = 1 - exp(-H0(h) exp(x beta))
 //   xgboost_cox       gradient-boosted trees (XGBoost survival:cox, libxgboost) on the same
 //                     features; its relative risks get a Breslow baseline the same way
-//   cox_batch_age     baseline: Cox on log age and the batch attribute (when there is one)
+//   cox_batch_age     baseline: Cox on age and the batch attribute (when there is one)
 //   kaplan_meier      baseline: the fleet's P(failure within h) from a landmark Kaplan-Meier
 //                     curve, the same for everyone (concordance 0.5 by construction)
 //   repeat_offenders  baseline: components that failed, or sit where something failed

@@ -98,15 +98,16 @@ Result<json> PredictRisk(const fleet::FleetHistory& history, const RiskOptions& 
     std::vector<size_t> by(c.size());
     std::iota(by.begin(), by.end(), 0);
     std::sort(by.begin(), by.end(), [&](size_t a, size_t b) { return c[a] > c[b]; });
-    for (size_t k = 0; k < by.size() && k < kReasons && c[by[k]] > 0; ++k) {
+    for (size_t k = 0; k < by.size() && reasons.size() < kReasons && c[by[k]] > 0; ++k) {
       const double v = now.x[i * space.p() + by[k]];
       const std::string& f = space.names[by[k]];
-      // Counts are stored as log(1 + n): show n.
-      const bool count = f.find("failures") != std::string::npos || f.rfind("comp_", 0) == 0 ||
-                         f.rfind("log_", 0) == 0;
-      reasons.push_back({{"feature", f},
-                         {"value", count && f != "fleet_failure_rate_30d" ? std::expm1(v) : v},
-                         {"contribution", c[by[k]]}});
+      // A level the component is not at is no reason; counts and days are stored as
+      // log(1 + n): show n.
+      const bool level = f.find('=') != std::string::npos;
+      if (level && v == 0) continue;
+      const bool logged = !level && f.rfind("cov_", 0) != 0;
+      reasons.push_back(
+          {{"feature", f}, {"value", logged ? std::expm1(v) : v}, {"contribution", c[by[k]]}});
     }
     json rec = json::array();
     if (auto it = recent.find("c:" + id); it != recent.end()) {
@@ -140,13 +141,14 @@ Result<json> PredictRisk(const fleet::FleetHistory& history, const RiskOptions& 
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   json nodes = json::array();
-  for (size_t k = 0; k < ranked.size() && k < o.top; ++k) {
+  for (size_t k = 0; k < ranked.size(); ++k) {
     nodes.push_back({{"node_name", ranked[k].second},
                      {"p", ranked[k].first},
                      {"components", units[ranked[k].second].second}});
   }
   const double expected = std::accumulate(p.begin(), p.end(), 0.0);
   return json{{"at", fleet::FormatTime(o.at_seconds)},
+              {"top", o.top},
               {"horizon_days", h / kDaySeconds},
               {"model", name},
               {"components_in_service", now.rows.size()},
@@ -178,6 +180,16 @@ std::string FormatRisk(const json& r) {
     for (const json& s : c["recent"]) {
       out +=
           fmt::format("  {:>4} {:<16} {:>7} {:<14}   {}\n", "", "", "", "", s.get<std::string>());
+    }
+  }
+  const json& nodes = r["nodes"];
+  if (!nodes.empty()) {
+    out += fmt::format("\n  {:>4} {:<16} {:>7} {}\n", "rank", "node", "P(any)", "components");
+    const size_t top = r["top"].get<size_t>();
+    for (size_t k = 0; k < nodes.size() && k < top; ++k) {
+      out += fmt::format("  {:>4} {:<16} {:>7.4f} {}\n", k + 1,
+                         nodes[k]["node_name"].get<std::string>(), nodes[k]["p"].get<double>(),
+                         nodes[k]["components"].get<int64_t>());
     }
   }
   return out;

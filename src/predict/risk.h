@@ -8,7 +8,8 @@
 //        "fleet_mtbf_hours", "components": [{"rank", "component", "p", "node_name", "slot_name",
 //        "reasons": [{"feature", "value", "contribution"}], "recent": ["2016-10-02 DBE ..."]}],
 //        "nodes": [{"node_name", "p", "components"}]}
-// (`components` holds the top `top` rows; `nodes` the top `top` units by P(any failure)).
+// (`components` holds the top `top` rows; `nodes` every node, by P(any failure) descending:
+// the table `titan run --risk` reads).
 //
 // Thread safety: pure function.
 #pragma once

@@ -1,6 +1,7 @@
 #include "src/predict/survival_analysis.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 
@@ -19,6 +20,10 @@ namespace {
 
 using nlohmann::json;
 constexpr double kSecondsPerDay = 86400;
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 json Nums(const std::vector<double>& v) {
@@ -130,8 +135,11 @@ Result<json> AnalyseSurvival(const fleet::FleetHistory& history, const SurvivalO
   std::vector<const fleet::Attributes*> rows;
   for (const Stay& s : r.stays) rows.push_back(s.attributes);
   Design design = MakeDesign(o.by, rows);
+  json seconds = json::object();
   json km = json::array();
+  double t0 = Now();
   km.push_back(CurveJson("all", r.intervals, o.conf_level));
+  seconds["kaplan_meier_all"] = Now() - t0;
   if (!o.by.empty()) {
     std::map<std::string, std::vector<Interval>> groups;
     for (size_t i = 0; i < r.stays.size(); ++i) {
@@ -147,7 +155,9 @@ Result<json> AnalyseSurvival(const fleet::FleetHistory& history, const SurvivalO
     std::vector<double> x;
     x.reserve(r.intervals.size() * design.p());
     for (const Stay& s : r.stays) design.AppendRow(*s.attributes, &x);
+    t0 = Now();
     auto fit = FitCox(r.intervals, x, design.p());
+    seconds["cox"] = Now() - t0;
     if (!fit.ok()) {
       std::string msg(fit.status().message());
       for (int j = 0; j < design.p(); ++j) {
@@ -186,7 +196,9 @@ Result<json> AnalyseSurvival(const fleet::FleetHistory& history, const SurvivalO
   }
 
   // Competing risks.
+  t0 = Now();
   CumulativeIncidence ci = AalenJohansen(r.intervals, static_cast<int>(r.causes.size()));
+  seconds["aalen_johansen"] = Now() - t0;
   json inc = json::array();
   for (const auto& v : ci.incidence) inc.push_back(v);
   out["cumulative_incidence"] = {
@@ -207,6 +219,7 @@ Result<json> AnalyseSurvival(const fleet::FleetHistory& history, const SurvivalO
                   {"by_group", by}});
   }
   out["mtbf"] = {{"period", PeriodName(o.period)}, {"group", o.mtbf_group}, {"rows", mt}};
+  out["seconds"] = seconds;  // inside the process, as bench/predict_bench.sh compares with R
   return out;
 }
 

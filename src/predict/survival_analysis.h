@@ -19,7 +19,8 @@
 //            "loglik", "loglik_null", "n", "events", "clusters", "iterations"} | null,
 //    "cumulative_incidence": {"classes": [...], "time_days", "n_risk", "incidence": [[...]]},
 //    "mtbf": {"period", "rows": [{"period", "hours", "failures", "mtbf_hours", "in_service",
-//                                 "by_group": {LEVEL: {"failures", "mtbf_hours"}}}]}}
+//                                 "by_group": {LEVEL: {"failures", "mtbf_hours"}}}]},
+//    "seconds": {"kaplan_meier_all", "cox", "aalen_johansen"}}
 // NaN numbers are written as null.
 //
 // Thread safety: pure function.

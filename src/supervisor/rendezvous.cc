@@ -211,15 +211,22 @@ class EtcdRendezvous final : public Rendezvous {
                               o_.min_nodes, ids)
                 : fmt::format("the last call for more nodes ({} of at most {} joined: {})",
                               joins.size(), o_.max_nodes, ids);
-        bool full = static_cast<int>(joins.size()) >= o_.max_nodes;
+        // With a risk table, reaching max_nodes is not full: spares may still come to choose
+        // from, until the last call or one more node than needed.
+        bool full = static_cast<int>(joins.size()) >= o_.max_nodes + (o_.risk ? 1 : 0);
         bool last_call_over =
             min_reached_ns >= 0 && MonoNowNs() - min_reached_ns >= o_.last_call_ns;
         if (full || last_call_over) {
+          std::vector<std::string> ids;
+          for (const EtcdKeyValue& kv : joins) ids.push_back(kv.key.substr(kv.key.rfind('/') + 1));
+          std::vector<std::string> chosen(ids.begin(),
+                                          ids.begin() + std::min<size_t>(ids.size(), o_.max_nodes));
+          if (o_.risk) chosen = predict::LowestRisk(*o_.risk, ids, o_.max_nodes);
           nlohmann::json members = nlohmann::json::array();
-          for (const EtcdKeyValue& kv : joins) {
-            nlohmann::json m = ParseJsonOr(kv.value, nlohmann::json());
+          for (size_t k = 0; k < joins.size(); ++k) {
+            if (std::find(chosen.begin(), chosen.end(), ids[k]) == chosen.end()) continue;
+            nlohmann::json m = ParseJsonOr(joins[k].value, nlohmann::json());
             if (m.is_object()) members.push_back(m);
-            if (static_cast<int>(members.size()) == o_.max_nodes) break;
           }
           // Keys come sorted, so members are in node-id order: stable group ranks.
           TITAN_RETURN_IF_ERROR(etcd_.CreateIfAbsent(rdzv + "closed", members.dump()).status());
