@@ -96,8 +96,13 @@ void Concordance(const std::vector<const ScoredRow*>& events,
 // Weighted logistic regression of y on logit(p): returns the slope.
 double CalibrationSlope(const std::vector<double>& lp, const std::vector<double>& y,
                         const std::vector<double>& w) {
+  // A constant prediction has no slope (the Kaplan-Meier baseline): say so instead of iterating.
+  if (lp.empty() ||
+      *std::min_element(lp.begin(), lp.end()) == *std::max_element(lp.begin(), lp.end())) {
+    return NAN;
+  }
   double a = 0, b = 1;
-  for (int it = 0; it < 50; ++it) {
+  for (int it = 0; it < 25; ++it) {
     double g0 = 0, g1 = 0, h00 = 0, h01 = 0, h11 = 0;
     for (size_t i = 0; i < lp.size(); ++i) {
       const double mu = 1 / (1 + std::exp(-(a + b * lp[i])));
@@ -113,7 +118,7 @@ double CalibrationSlope(const std::vector<double>& lp, const std::vector<double>
     const double da = (h11 * g0 - h01 * g1) / det, db = (h00 * g1 - h01 * g0) / det;
     a += da;
     b += db;
-    if (std::fabs(da) + std::fabs(db) < 1e-10) break;
+    if (std::fabs(da) + std::fabs(db) < 1e-7) break;
   }
   return b;
 }
