@@ -15,6 +15,7 @@
 //                       failed by h (censored rows count as not failed)
 //   recall_at[k]        the share of the failures that were in those top rows
 //   lift_at[k]          precision_at[k] / the base rate (failures / rows)
+//   calibration         per decile of P: mean P next to the IPCW share that failed
 // Per origin, sums are pooled (all pairs and rows count the same).
 // Thread safety: pure function.
 #pragma once
@@ -42,6 +43,13 @@ struct Metrics {
   double c_index = 0, c_index_uno = 0, auc = 0, brier = 0, calibration_slope = 0;
   std::map<double, double> precision_at, recall_at, lift_at;
   int64_t rows = 0, events = 0;
+  // Calibration by decile of the prediction: mean prediction and the IPCW-weighted share that
+  // failed by the horizon (rows whose outcome is known: failed, or reached the horizon).
+  struct Bin {
+    double p_mean = 0, observed = 0;
+    int64_t rows = 0;
+  };
+  std::vector<Bin> calibration;
   nlohmann::json ToJson() const;
 };
 

@@ -215,6 +215,38 @@ TEST(PredictCliTest, RiskRanksWithReasons) {
   EXPECT_GT(r["components_in_service"].get<int>(), 15000);
 }
 
+TEST(PredictCliTest, TitanReportDrawsSurvivalRiskAndBacktest) {
+  const std::string data = titan::fleet::TitanGcFullCsv();
+  TITAN_REQUIRE_SHARED_FILE(data);
+  const std::string dir = ::testing::TempDir();
+  ASSERT_EQ(Shell(Titan() + "survival " + data + " --by cage --mtbf-by batch --json " + dir +
+                  "/r_surv.json")
+                .exit_code,
+            0);
+  ASSERT_EQ(
+      Shell(Titan() + "risk " + data + " --at 2017-06-01 --json " + dir + "/r_risk.json").exit_code,
+      0);
+  ASSERT_EQ(Shell(Titan() + "backtest " + data +
+                  " --split 2018-01-01 --refit 3650d --model cox_history --model kaplan_meier "
+                  "--json " +
+                  dir + "/r_bt.json")
+                .exit_code,
+            0);
+  Output o =
+      Shell(std::string(TITAN_BINARY_DIR) + "/tools/titan/titan report " + dir + "/r_surv.json " +
+            dir + "/r_risk.json " + dir + "/r_bt.json -o " + dir + "/predict.html");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  std::ifstream f(dir + "/predict.html");
+  std::stringstream html;
+  html << f.rdbuf();
+  for (const char* want :
+       {"Fleet survival", "Kaplan-Meier survival by age", "Cox proportional hazards",
+        "Fleet MTBF per quarter", "Failure risk", "Components most likely to fail",
+        "Risk model backtest", "Backtest per component", "Backtest per node_name", "Calibration"}) {
+    EXPECT_NE(html.str().find(want), std::string::npos) << want;
+  }
+}
+
 TEST(PredictCliTest, BadInputIsAClearError) {
   const std::string bad = ::testing::TempDir() + "/notes.txt";
   std::ofstream(bad) << "hello\n";

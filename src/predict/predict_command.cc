@@ -2,6 +2,9 @@
 // predict library; all logic lives in survival_analysis, risk and backtest.
 #include "src/predict/predict_command.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -11,12 +14,14 @@
 
 #include "src/base/atomic_file.h"
 #include "src/base/command_line.h"
+#include "src/base/csv.h"
 #include "src/base/duration_option.h"
 #include "src/base/json_text.h"
 #include "src/fleet/fleet_jsonl.h"
 #include "src/fleet/read_history.h"
 #include "src/fleet/time_text.h"
 #include "src/predict/backtest.h"
+#include "src/predict/features.h"
 #include "src/predict/models.h"
 #include "src/predict/risk.h"
 #include "src/predict/survival_analysis.h"
@@ -207,6 +212,74 @@ int Backtest(int argc, char** argv) {
   return 0;
 }
 
+// The landmark rows a backtest uses, as CSV, for models outside titan (bench/predict_lstm.py).
+std::string LandmarksCsv(const fleet::FleetHistory& h, const predict::FeatureSpace& space,
+                         const predict::Landmarks& l) {
+  std::string out = "component,origin,follow_days,event,weight,node_name";
+  for (const std::string& n : space.names) out += "," + CsvField(n);
+  out += '\n';
+  for (size_t i = 0; i < l.rows.size(); ++i) {
+    const predict::LandmarkRow& r = l.rows[i];
+    out += fmt::format(
+        "{},{:.0f},{:.6f},{},{},{}", CsvField(h.components()[r.component].id), r.origin_seconds,
+        r.follow_seconds / predict::kDaySeconds, r.event ? 1 : 0, r.weight,
+        r.units[0] >= 0 && !l.unit_values.empty() ? CsvField(l.unit_values[0][r.units[0]]) : "");
+    for (int c = 0; c < space.p(); ++c) out += fmt::format(",{}", l.x[i * space.p() + c]);
+    out += '\n';
+  }
+  return out;
+}
+
+int Features(int argc, char** argv) {
+  CLI::App app{
+      "titan predict features: the landmark rows `titan predict backtest` fits and scores, as CSV\n"
+      "(component, origin, follow_days, event, weight, node_name, then every feature), for\n"
+      "models outside titan. DIR/train.csv: landmarks every horizon whose horizon ended by\n"
+      "--split (every failure, --train-fraction of the rest, weighted); DIR/test.csv: every\n"
+      "component in service at each origin from --split every --every.\n\n"
+      "Example:\n"
+      "  titan predict features gc_full.csv --split 2017-01-01 -o features/\n",
+      "titan predict features"};
+  std::vector<std::string> paths;
+  double split = 0, fraction = 0.05;
+  int64_t horizon_ns = 30 * kDayNs, every_ns = 15 * kDayNs;
+  std::string dir;
+  app.add_option("history", paths, kHistoryHelp)->required();
+  AddTimeOption(app, "--split", &split, "The first test origin")->required();
+  AddDurationOption(app, "--horizon", &horizon_ns, "Outcome horizon", kDayNs / 24, kMaxSpanNs);
+  AddDurationOption(app, "--every", &every_ns, "Time between test origins", kDayNs / 24,
+                    kMaxSpanNs);
+  app.add_option("--train-fraction", fraction, "Share of non-failure training rows kept")
+      ->check(CLI::Range(1e-4, 1.0));
+  app.add_option("-o,--output", dir, "Directory for train.csv and test.csv")->required();
+  if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
+  auto history = LoadHistory(paths);
+  if (!history.ok()) return Fail(history.status());
+  const double h = static_cast<double>(horizon_ns) / 1e9;
+  predict::FeatureOptions fo;
+  fo.horizon_seconds = h;
+  const predict::FeatureSpace space = predict::FeatureSpace::Make(*history, fo);
+  predict::LandmarkOptions train;
+  train.origins_seconds = predict::TrainingOrigins(*history, split, h, split);
+  train.non_event_fraction = fraction;
+  predict::LandmarkOptions test;
+  for (double t = split; t + h <= history->end_seconds();
+       t += static_cast<double>(every_ns) / 1e9) {
+    test.origins_seconds.push_back(t);
+  }
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Fail(ErrnoError(errno, "creating " + dir));
+  }
+  for (const auto& [name, opts] : {std::pair{"train.csv", train}, std::pair{"test.csv", test}}) {
+    const predict::Landmarks l = predict::BuildLandmarks(*history, space, opts);
+    if (Status s = WriteOutput(dir + "/" + name, LandmarksCsv(*history, space, l)); !s.ok()) {
+      return Fail(s);
+    }
+    std::fprintf(stderr, "titan predict: %s: %zu rows\n", name, l.rows.size());
+  }
+  return 0;
+}
+
 int Convert(int argc, char** argv) {
   CLI::App app{
       "titan predict convert: read a fleet history from any format titan knows and write it as\n"
@@ -235,6 +308,7 @@ constexpr Sub kSubs[] = {
     {"survival", "Kaplan-Meier, Cox, cumulative incidence and MTBF per period", Survival},
     {"risk", "each component's probability of failing within the horizon, ranked", Risk},
     {"backtest", "rolling-origin evaluation of the risk models and baselines", Backtest},
+    {"features", "the backtest's landmark rows as CSV, for models outside titan", Features},
     {"convert", "write any history titan reads as fleet JSONL", Convert},
 };
 
