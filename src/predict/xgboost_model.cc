@@ -6,6 +6,10 @@
 
 #include <xgboost/c_api.h>
 
+// libgomp's, which libxgboost uses: XGBoost sizes its OpenMP teams from it wherever a booster's
+// own nthread is not configured yet (parsing a loaded model's trees).
+extern "C" void omp_set_num_threads(int);
+
 namespace titan::predict {
 
 using nlohmann::json;
@@ -132,7 +136,10 @@ class XgboostCox : public RiskModel {
     const std::string text = m["booster"].get<std::string>();
     if (booster_) XGBoosterFree(booster_);
     booster_ = nullptr;
+    // One thread, set before the load: a saved model carries no thread count, and XGBoost
+    // would parse its trees on an OpenMP team of every core.
     if (XGBoosterCreate(nullptr, 0, &booster_) != 0 ||
+        XGBoosterSetParam(booster_, "nthread", "1") != 0 ||
         XGBoosterLoadModelFromBuffer(booster_, text.data(), text.size()) != 0) {
       return XgbError("loading the booster");
     }
@@ -156,6 +163,15 @@ class XgboostCox : public RiskModel {
 
 }  // namespace
 
-std::unique_ptr<RiskModel> MakeXgboostCox() { return std::make_unique<XgboostCox>(); }
+std::unique_ptr<RiskModel> MakeXgboostCox() {
+  // One thread everywhere: OpenMP teams that spin-wait for work took 80% of a shared 2-core
+  // machine (bench/RESULTS.md, "Predict"), and the fits are small.
+  static const bool once = [] {
+    omp_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+  return std::make_unique<XgboostCox>();
+}
 
 }  // namespace titan::predict
