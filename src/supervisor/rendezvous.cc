@@ -115,6 +115,9 @@ int64_t GenOf(const nlohmann::json& rec) {
   return (it != rec.end() && it->is_number_integer()) ? it->get<int64_t>() : 0;
 }
 
+// The node id of a join key ".../join/<id>".
+std::string JoinedId(const EtcdKeyValue& kv) { return kv.key.substr(kv.key.rfind('/') + 1); }
+
 class EtcdRendezvous final : public Rendezvous {
  public:
   explicit EtcdRendezvous(EtcdRendezvousOptions o)
@@ -217,16 +220,21 @@ class EtcdRendezvous final : public Rendezvous {
         bool last_call_over =
             min_reached_ns >= 0 && MonoNowNs() - min_reached_ns >= o_.last_call_ns;
         if (full || last_call_over) {
-          std::vector<std::string> ids;
-          for (const EtcdKeyValue& kv : joins) ids.push_back(kv.key.substr(kv.key.rfind('/') + 1));
-          std::vector<std::string> chosen(ids.begin(),
-                                          ids.begin() + std::min<size_t>(ids.size(), o_.max_nodes));
-          if (o_.risk) chosen = predict::LowestRisk(*o_.risk, ids, o_.max_nodes);
+          // With a risk table only the lowest-risk nodes are candidates (others stay spares).
+          std::vector<std::string> chosen;
+          if (o_.risk) {
+            std::vector<std::string> ids;
+            for (const EtcdKeyValue& kv : joins) ids.push_back(JoinedId(kv));
+            chosen = predict::LowestRisk(*o_.risk, ids, o_.max_nodes);
+          }
           nlohmann::json members = nlohmann::json::array();
-          for (size_t k = 0; k < joins.size(); ++k) {
-            if (std::find(chosen.begin(), chosen.end(), ids[k]) == chosen.end()) continue;
-            nlohmann::json m = ParseJsonOr(joins[k].value, nlohmann::json());
+          for (const EtcdKeyValue& kv : joins) {
+            if (o_.risk && std::find(chosen.begin(), chosen.end(), JoinedId(kv)) == chosen.end()) {
+              continue;
+            }
+            nlohmann::json m = ParseJsonOr(kv.value, nlohmann::json());
             if (m.is_object()) members.push_back(m);
+            if (static_cast<int>(members.size()) == o_.max_nodes) break;
           }
           // Keys come sorted, so members are in node-id order: stable group ranks.
           TITAN_RETURN_IF_ERROR(etcd_.CreateIfAbsent(rdzv + "closed", members.dump()).status());
