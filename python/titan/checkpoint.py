@@ -101,7 +101,7 @@ from titan import _titan as _native
 __all__ = [
     "save", "wait", "load", "load_latest", "configure", "latest_step", "list_steps", "verify",
     "Shard", "RNGState", "rank", "world_size", "last_stats", "last_load_stats",
-    "CheckpointError",
+    "CheckpointError", "interval",
 ]
 
 _ = _native.checkpoint  # fail early if the extension was built without the checkpoint engine
@@ -404,6 +404,26 @@ def configure(dir=None, mirror=None, **save_defaults):
     if mirror is not None:
         _default_mirror = os.fspath(mirror)
     _defaults.update(save_defaults)
+
+
+def interval(own=None, default=None):
+    """Seconds between checkpoints for this job. A script that chose its own keeps it: `own`
+    wins when given. Otherwise the interval `titan run --risk` recommends from the failure risk
+    of the job's nodes (Young/Daly with the job's MTBF; TITAN_CHECKPOINT_INTERVAL_S), else
+    `default`. The channel only advises: titan never checkpoints on a script's behalf.
+
+        every_s = titan.checkpoint.interval(args.ckpt_every_s, default=1800)
+    """
+    if own is not None:
+        return float(own)
+    value = os.environ.get("TITAN_CHECKPOINT_INTERVAL_S", "")
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None if default is None else float(default)
+    if not seconds > 0:
+        return None if default is None else float(default)
+    return seconds
 
 
 def _location(dir):

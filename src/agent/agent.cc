@@ -1,5 +1,7 @@
 #include "src/agent/agent.h"
 
+#include <sys/stat.h>
+
 #include <chrono>
 
 #include <fmt/format.h>
@@ -13,6 +15,7 @@
 #include "src/collectors/collector_registry.h"
 #include "src/collectors/nvml_collector.h"
 #include "src/metrics/exposition.h"
+#include "src/predict/node_risk.h"
 
 namespace titan {
 namespace {
@@ -32,6 +35,12 @@ const SignalDesc kEventsRejected{"titan_events_rejected_total",
                                  SignalKind::kCounter,
                                  {"reason"},
                                  {}};
+const SignalDesc kFailureProbability{
+    "titan_node_failure_probability",
+    "This node's probability of a failure within the horizon (titan predict risk, --risk).",
+    SignalKind::kGauge,
+    {"horizon_days"},
+    {}};
 const SignalDesc kSeriesCount{
     "titan_agent_series", "Series the agent keeps.", SignalKind::kGauge, {}, {}};
 const SignalDesc kRecorderBytes{"titan_agent_recorder_bytes",
@@ -44,6 +53,44 @@ const SignalDesc kSeriesDropped{"titan_agent_series_dropped_total",
                                 SignalKind::kCounter,
                                 {},
                                 {}};
+
+// The node's risk from a `titan predict risk --json` file: re-read when its modification time
+// changes, the last good value kept (and a warning logged) when it cannot be read.
+class NodeRiskGauge {
+ public:
+  NodeRiskGauge(MetricRegistry& registry, std::string path, std::string node)
+      : registry_(registry), path_(std::move(path)), node_(std::move(node)) {}
+  void Update(int64_t now) {
+    if (path_.empty()) return;
+    struct stat st;
+    if (::stat(path_.c_str(), &st) == 0 &&
+        st.st_mtim.tv_sec * kNsPerSecond + st.st_mtim.tv_nsec != mtime_ns_) {
+      mtime_ns_ = st.st_mtim.tv_sec * kNsPerSecond + st.st_mtim.tv_nsec;
+      auto table = predict::NodeRiskTable::Read(path_);
+      if (!table.ok()) {
+        Log(LogLevel::kWarning, "agent", "--risk: {} (keeping the last value)",
+            table.status().message());
+      } else if (!table->Has(node_)) {
+        Log(LogLevel::kWarning, "agent", "--risk: {} does not name node {} (--node-name)", path_,
+            node_);
+      } else {
+        p_ = table->P(node_);
+        series_ = registry_.GetOrCreate(kFailureProbability,
+                                        {fmt::format("{:g}", table->horizon_seconds() / 86400)},
+                                        kNsPerSecond);
+      }
+    }
+    if (series_ != nullptr) series_->RecordGauge(now, p_);
+  }
+
+ private:
+  MetricRegistry& registry_;
+  std::string path_, node_;
+  int64_t mtime_ns_ = -1;
+  double p_ = 0;
+  Series* series_ = nullptr;
+};
+
 const SignalDesc kDumpErrors{"titan_recorder_dump_errors_total",
                              "Automatic recorder dumps that could not be written.",
                              SignalKind::kCounter,
@@ -231,6 +278,7 @@ void Agent::Housekeeping() {
         kEventsRejected, {std::string(wire::RejectReasonName(static_cast<wire::RejectReason>(r)))},
         0);
   }
+  NodeRiskGauge risk(*registry_, options_.risk_file, options_.node_name);
   RateLimitedLog dump_log(60 * kNsPerSecond);
   RateLimitedLog series_log(60 * kNsPerSecond);
   uint64_t series_dropped_seen = 0;
@@ -250,6 +298,7 @@ void Agent::Housekeeping() {
 
     const int64_t now = WallNowNs();
     sampler_->RecordUp(now);
+    risk.Update(now);
     series_count->RecordGauge(now, static_cast<double>(registry_->series_count()));
     recorder_bytes->RecordGauge(now, static_cast<double>(registry_->recorder_bytes()));
     const uint64_t dropped = registry_->dropped_series();

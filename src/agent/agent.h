@@ -61,6 +61,11 @@ struct AgentOptions {
   int64_t dump_min_interval_ns = 30LL * 1'000'000'000;
   size_t dump_keep = 50;
   uint64_t dump_max_bytes = 1ULL << 30;
+  // `titan predict risk --json` output (""= none): the agent serves this node's probability of a
+  // failure within the horizon as titan_node_failure_probability, re-reading the file when it
+  // changes (a periodic `titan predict risk` elsewhere keeps it current).
+  std::string risk_file;
+  std::string node_name;  // this node's name in the risk file (default: the hostname)
 };
 
 class Agent {

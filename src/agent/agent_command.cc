@@ -64,6 +64,11 @@ int AgentCommand(int argc, char** argv) {
                  "Unix datagram socket for training-process events (\"\" to disable); default "
                  "from $TITAN_AGENT_SOCKET")
       ->capture_default_str();
+  app.add_option("--risk", options.risk_file,
+                 "serve this node's failure probability from a titan predict risk --json file "
+                 "(re-read when it changes) as titan_node_failure_probability");
+  app.add_option("--node-name", options.node_name,
+                 "this node's name in the --risk file (default: the hostname)");
   app.add_option("--raise-event-queue", options.raise_dgram_queue_to,
                  "Raise net.unix.max_dgram_qlen to N before creating the socket if it is lower "
                  "(root; per network namespace; systemd hosts use 512). 0: leave it")
@@ -129,6 +134,11 @@ int AgentCommand(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warning, error")->capture_default_str();
 
   if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
+  if (!options.risk_file.empty() && options.node_name.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    options.node_name = host;
+  }
   LogLevel level;
   if (!ParseLogLevel(log_level, &level)) {
     std::fprintf(stderr, "titan agent: --log-level '%s': expected debug, info, warning or error\n",

@@ -5,9 +5,15 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace titan {
 
 std::string CsvField(std::string_view s);
+
+// Splits one CSV record (a line without its '\n'; a trailing '\r' is dropped) into its fields,
+// unquoting RFC 4180 quoted fields. False when a quoted field is not closed on the line or a
+// quote is followed by anything but a comma (a field that spans lines is not supported).
+bool SplitCsvRecord(std::string_view line, std::vector<std::string>* fields);
 
 }  // namespace titan

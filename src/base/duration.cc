@@ -15,8 +15,8 @@ bool ParseNonNegative(std::string_view text, double* out_ns) {
     double ns;
   };
   // "ms"/"us"/"ns" before "s" and "m", so that "10ms" is not read as 10m + "s".
-  static constexpr Unit kUnits[] = {{"ms", 1e6}, {"us", 1e3}, {"ns", 1},
-                                    {"s", 1e9},  {"m", 60e9}, {"h", 3600e9}};
+  static constexpr Unit kUnits[] = {{"ms", 1e6}, {"us", 1e3},   {"ns", 1},     {"s", 1e9},
+                                    {"m", 60e9}, {"h", 3600e9}, {"d", 86400e9}};
   double scale = 1e9;
   for (const Unit& unit : kUnits) {
     if (text.size() > unit.suffix.size() && text.ends_with(unit.suffix)) {

@@ -1,5 +1,5 @@
 // The one duration syntax of titan's flags and config files: a number followed by a unit
-// (ns, us, ms, s, m, h), or a bare number of seconds: "100ms", "2.5s", "2m", "15".
+// (ns, us, ms, s, m, h, d), or a bare number of seconds: "100ms", "2.5s", "2m", "30d", "15".
 // Thread safety: pure functions.
 #pragma once
 

@@ -22,6 +22,8 @@ TEST(DurationTest, ParsesUnits) {
   EXPECT_EQ(ns, 15 * kNsPerSecond);
   ASSERT_TRUE(ParseDurationNs("2.5s", &ns));
   EXPECT_EQ(ns, 2500 * kNsPerMs);
+  ASSERT_TRUE(ParseDurationNs("30d", &ns));
+  EXPECT_EQ(ns, 30 * 86400 * kNsPerSecond);
   ASSERT_TRUE(ParseDurationNs("50us", &ns));
   EXPECT_EQ(ns, 50 * kNsPerUs);
   EXPECT_FALSE(ParseDurationNs("-1s", &ns));

@@ -19,7 +19,8 @@ using nlohmann::json;
 constexpr std::string_view kExpected =
     "expected the JSON of `titan load --json`, `titan load sweep --json`, `titan trace analyze "
     "--json`, `titan sim --json`, a `titan run` event log (events.jsonl) or ledger "
-    "(ledger.json), a `titan gateway` event log, or a `titan agent` recorder dump";
+    "(ledger.json), a `titan gateway` event log, a `titan agent` recorder dump, or `titan "
+    "predict survival|risk|backtest --json`";
 
 bool IsAgentDump(const json& doc) {
   const auto it = doc.find("traceEvents");
@@ -72,6 +73,11 @@ Result<InputKind> Classify(const std::string& path, const json& doc) {
       return InputKind::kRunLedger;
     }
     if (IsAgentDump(doc)) return InputKind::kAgentDump;
+    if ((doc.contains("kaplan_meier") && doc.contains("mtbf")) ||
+        (doc.contains("default_model") && doc.contains("models")) ||
+        (doc.contains("components") && doc.contains("expected_failures"))) {
+      return InputKind::kPredict;
+    }
   }
   return InvalidArgumentError(
       fmt::format("{}: not a titan result: {}; found {}", path, kExpected, KeysOf(doc)));
@@ -130,6 +136,8 @@ std::string_view InputKindName(InputKind kind) {
       return "agent dump";
     case InputKind::kGatewayEvents:
       return "gateway event log";
+    case InputKind::kPredict:
+      return "predict";
   }
   return "unknown";
 }

@@ -28,6 +28,8 @@ enum class InputKind {
   kRunLedger,      // titan run --ledger-json              {"ettr":...,"seconds":{...},...}
   kAgentDump,      // titan agent recorder dump (Perfetto) {"traceEvents":[...]} with its signals
   kGatewayEvents,  // titan gateway --event-log (JSON lines) whose "start" names its "routing"
+  kPredict,        // titan predict survival|risk|backtest --json  {"kaplan_meier"|"components"|
+                   //                                                "default_model",...}
 };
 std::string_view InputKindName(InputKind kind);
 

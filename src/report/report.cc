@@ -129,6 +129,8 @@ int ReportCommand(int argc, char** argv) {
       "  titan agent recorder dump (Perfetto JSON)      signals around each transient\n"
       "  titan gateway --event-log                      sheds, retries, ejections over time\n"
       "  titan sim --json (one scenario or a sweep)     ETTR with confidence bands, intervals\n"
+      "  titan predict survival|risk|backtest --json   survival curves, hazard ratios, MTBF,\n"
+      "                                                risk ranking, backtest and calibration\n"
       "  a directory (titan demo's output)              every result found below it, one page\n\n"
       "  titan report run.json -o load.html\n"
       "  titan report /tmp/titan-demo-XXXX -o demo.html\n\n"

@@ -115,6 +115,9 @@ int64_t GenOf(const nlohmann::json& rec) {
   return (it != rec.end() && it->is_number_integer()) ? it->get<int64_t>() : 0;
 }
 
+// The node id of a join key ".../join/<id>".
+std::string JoinedId(const EtcdKeyValue& kv) { return kv.key.substr(kv.key.rfind('/') + 1); }
+
 class EtcdRendezvous final : public Rendezvous {
  public:
   explicit EtcdRendezvous(EtcdRendezvousOptions o)
@@ -211,12 +214,24 @@ class EtcdRendezvous final : public Rendezvous {
                               o_.min_nodes, ids)
                 : fmt::format("the last call for more nodes ({} of at most {} joined: {})",
                               joins.size(), o_.max_nodes, ids);
-        bool full = static_cast<int>(joins.size()) >= o_.max_nodes;
+        // With a risk table, reaching max_nodes is not full: spares may still come to choose
+        // from, until the last call or one more node than needed.
+        bool full = static_cast<int>(joins.size()) >= o_.max_nodes + (o_.risk ? 1 : 0);
         bool last_call_over =
             min_reached_ns >= 0 && MonoNowNs() - min_reached_ns >= o_.last_call_ns;
         if (full || last_call_over) {
+          // With a risk table only the lowest-risk nodes are candidates (others stay spares).
+          std::vector<std::string> chosen;
+          if (o_.risk) {
+            std::vector<std::string> ids;
+            for (const EtcdKeyValue& kv : joins) ids.push_back(JoinedId(kv));
+            chosen = predict::LowestRisk(*o_.risk, ids, o_.max_nodes);
+          }
           nlohmann::json members = nlohmann::json::array();
           for (const EtcdKeyValue& kv : joins) {
+            if (o_.risk && std::find(chosen.begin(), chosen.end(), JoinedId(kv)) == chosen.end()) {
+              continue;
+            }
             nlohmann::json m = ParseJsonOr(kv.value, nlohmann::json());
             if (m.is_object()) members.push_back(m);
             if (static_cast<int>(members.size()) == o_.max_nodes) break;

@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/base/status.h"
+#include "src/predict/node_risk.h"
 
 namespace titan::supervisor {
 
@@ -118,6 +119,10 @@ struct EtcdRendezvousOptions {
   int64_t join_timeout_ns = 600LL * 1'000'000'000;
   int64_t poll_interval_ns = 200'000'000;
   int64_t request_timeout_ms = 2000;
+  // With a risk table: when more nodes join than max_nodes, the lowest-risk ones are members
+  // (the rest wait as spares), and a rendezvous that reached max_nodes still waits its last
+  // call for spares to choose from.
+  std::shared_ptr<const predict::NodeRiskTable> risk;
 };
 
 // Connects (grants the lease, registers the node); UNAVAILABLE with the endpoint if etcd does

@@ -232,6 +232,22 @@ int RunCommand(int argc, char** argv) {
                     "under Slurm: how often to ask scontrol for this node's state; a node Slurm "
                     "marks DOWN or NOT_RESPONDING leaves the job like a lost node (0: off)",
                     0, 3600 * kNsPerSecond);
+  std::string risk_file;
+  app.add_option("--risk", risk_file,
+                 "failure risk per node (titan predict risk ... --json FILE): the lowest-risk "
+                 "nodes are chosen over spares, workers get TITAN_CHECKPOINT_INTERVAL_S "
+                 "(Young/Daly with the job's MTBF from its nodes' risk), and --drain-risk applies");
+  app.add_option("--drain-risk", o.drain_risk,
+                 "with --risk: a node whose P(failure within the horizon) is at least this stays "
+                 "out of the job when its expected lost work exceeds the cost of moving it "
+                 "(the arithmetic is in the 'drain' event; 0: never)")
+      ->check(CLI::Range(0.0, 1.0));
+  AddDurationOption(app, "--checkpoint-cost", &o.checkpoint_cost_ns,
+                    "with --risk: one checkpoint's stall, delta in Young/Daly", kNsPerSecond / 1000,
+                    86400 * kNsPerSecond);
+  AddDurationOption(app, "--move-cost", &o.move_cost_ns,
+                    "with --risk: what a restart onto a spare costs the job (drain arithmetic)",
+                    kNsPerSecond / 1000, 86400 * kNsPerSecond);
   app.add_option("--inject", injections, "fault injection, e.g. crash@rank=1,step=50 (repeatable)");
   app.add_option("--seed", o.seed, "seed of drawn injection targets");
   app.add_option("--lease-ttl", o.lease_ttl_seconds, "etcd lease TTL in seconds (lost-node bound)")
@@ -378,6 +394,15 @@ int RunCommand(int argc, char** argv) {
     return 2;
   }
   o.command = std::move(command);
+  if (!risk_file.empty()) {
+    auto table = predict::NodeRiskTable::Read(risk_file);
+    if (!table.ok()) {
+      std::fprintf(stderr, "titan run: --risk: %s\n",
+                   std::string(table.status().message()).c_str());
+      return kExitUsageError;
+    }
+    o.risk = std::make_shared<const predict::NodeRiskTable>(std::move(table).value());
+  }
   return supervisor::RunSupervisor(o);
 }
 

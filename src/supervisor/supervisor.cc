@@ -177,6 +177,7 @@ class Supervisor {
                          {"etcd", o_.etcd},
                          {"socket", socket_path_},
                          {"pid", ::getpid()}});
+    if (std::optional<int> drained = DrainIfRisky()) return *drained;
     Recovery& recovery = monitor_->recovery();
     int64_t after_gen = -1;
     while (true) {
@@ -320,6 +321,7 @@ class Supervisor {
       eo.lease_ttl_seconds = o_.lease_ttl_seconds;
       eo.last_call_ns = o_.last_call_ns;
       eo.join_timeout_ns = o_.join_timeout_ns;
+      eo.risk = o_.risk;
       TITAN_ASSIGN_OR_RETURN(rdzv_, MakeEtcdRendezvous(eo));
     }
     host_.set_rendezvous(rdzv_.get());
@@ -367,7 +369,37 @@ class Supervisor {
                          {"workers", pids},
                          {"restart_count", restart_count_},
                          {"restart_reason", ReasonText(a.reason)}});
+    if (o_.risk) {
+      json advice = RecommendedInterval(o_, a).ToJson();
+      advice["generation"] = a.generation;
+      advice["nodes"] = a.members;
+      advice["env"] = "TITAN_CHECKPOINT_INTERVAL_S";
+      log_.Write("checkpoint_interval", std::move(advice));
+    }
     return OkStatus();
+  }
+
+  // --drain-risk: a node whose failure risk crosses the threshold stays out of the job (a spare
+  // takes its place) when the work its failure is expected to cost exceeds the cost of moving
+  // it. The arithmetic is in the `drain` event. Returns the exit code when it drains.
+  std::optional<int> DrainIfRisky() {
+    if (!o_.risk || o_.drain_risk <= 0) return std::nullopt;
+    Assignment alone;
+    alone.members = {o_.node_id};
+    const double interval = RecommendedInterval(o_, alone).daly_seconds;
+    const double gpus = static_cast<double>(o_.max_nodes) * o_.nproc_per_node;
+    predict::DrainAdvice d = predict::AdviseDrain(
+        o_.risk->P(o_.node_id), o_.drain_risk, gpus, interval,
+        static_cast<double>(o_.move_cost_ns) / 1e9, static_cast<double>(o_.move_cost_ns) / 1e9);
+    json fields = d.ToJson();
+    fields["node"] = o_.node_id;
+    fields["horizon_h"] = o_.risk->horizon_seconds() / 3600;
+    log_.Write("drain", fields);
+    if (!d.drain) return std::nullopt;
+    log_.Write("decision", {{"action", "drain"}, {"reason", fields["arithmetic"]}});
+    Log(LogLevel::kWarning, "run", "draining node {} before it fails: {}", o_.node_id,
+        fields["arithmetic"].get<std::string>());
+    return 0;
   }
 
   // SIGTERM/SIGINT/SIGHUP to titan run: ask the workers to checkpoint and exit (SIGTERM

@@ -13,11 +13,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "src/cluster/isolation.h"
+#include "src/predict/node_risk.h"
 #include "src/supervisor/inject.h"
 #include "src/supervisor/policy.h"
 #include "src/supervisor/rendezvous.h"
@@ -83,6 +85,14 @@ struct RunOptions {
   // result (exit 0, the other nodes unconfirmed).
   int64_t finish_timeout_ns = 60LL * 1'000'000'000;
   bool quiet = false;  // no end-of-run summary on stderr
+  // Failure risk per node (`titan predict risk --json`, --risk): spares are chosen lowest risk
+  // first, workers get the recommended checkpoint interval (TITAN_CHECKPOINT_INTERVAL_S) from
+  // the job's nodes' risk, and a node at or above drain_risk leaves before joining when its
+  // expected lost work exceeds the cost of moving it (src/predict/node_risk.h). Null: none.
+  std::shared_ptr<const predict::NodeRiskTable> risk;
+  double drain_risk = 0;                        // 0: never drain
+  int64_t checkpoint_cost_ns = 30'000'000'000;  // delta in Young/Daly: one checkpoint's stall
+  int64_t move_cost_ns = 120'000'000'000;       // a planned restart onto a spare
 };
 
 // Runs the job to completion. Returns the process exit code: 0 the job finished, 1 it failed

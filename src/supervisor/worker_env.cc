@@ -81,6 +81,13 @@ std::string StackFile(const std::string& run_dir, int rank) {
   return fmt::format("{}/stack-rank{}.txt", run_dir, rank);
 }
 
+predict::IntervalAdvice RecommendedInterval(const RunOptions& o, const Assignment& a) {
+  std::vector<std::string> nodes = a.members;
+  if (nodes.empty()) nodes.push_back(o.node_id);
+  return predict::AdviseCheckpointInterval(predict::JobMtbfSeconds(*o.risk, nodes),
+                                           static_cast<double>(o.checkpoint_cost_ns) / 1e9);
+}
+
 WorkerSpec WorkerSpecFor(const RunOptions& o, const Assignment& a, int local_rank,
                          const std::vector<std::string>& base_env, int restart_count) {
   const int rank = a.rank_offset + local_rank;
@@ -108,6 +115,10 @@ WorkerSpec WorkerSpecFor(const RunOptions& o, const Assignment& a, int local_ran
   add("TORCHELASTIC_RUN_ID", o.job_id);
   add("TITAN_RESTART_COUNT", std::to_string(restart_count));
   add("TITAN_RESTART_REASON", ReasonText(a.reason));
+  if (o.risk) {
+    add("TITAN_CHECKPOINT_INTERVAL_S",
+        fmt::format("{:.0f}", RecommendedInterval(o, a).daly_seconds));
+  }
   add("TITAN_GENERATION", std::to_string(a.generation));
   add("TITAN_NODE_ID", o.node_id);
   add("TITAN_STACK_FILE", StackFile(o.run_dir, rank));

@@ -27,6 +27,10 @@ std::string ReasonText(const nlohmann::json& record);
 // Where worker `rank` writes its Python stacks on SIGUSR1 (TITAN_STACK_FILE).
 std::string StackFile(const std::string& run_dir, int rank);
 
+// With o.risk: Young/Daly's checkpoint interval for the job's nodes (a.members, or this node
+// alone) from their risk, exported to the workers as TITAN_CHECKPOINT_INTERVAL_S.
+predict::IntervalAdvice RecommendedInterval(const RunOptions& o, const Assignment& a);
+
 // The spec of local rank `local_rank` of assignment `a`: o.command with `base_env` and the
 // per-worker variables; its output goes to <o.log_dir>/rank<N>.log when o.log_dir is set.
 WorkerSpec WorkerSpecFor(const RunOptions& o, const Assignment& a, int local_rank,
