@@ -1668,7 +1668,7 @@ TEST_F(ProgressWatchTest, BusyOnlyByItsOwnQueueItWaitsTwoScrapes) {
   int64_t now = 0;
   w.SetWork(2, 0, 0, now);
   FirstBytes(w, 50, 50 * kMs, &now);  // 3 x 50ms: under two scrapes
-  w.SetWork(0, 0, 5, now);  // none of ours in flight, five waiting in the replica
+  w.SetWork(0, 0, 5, now);            // none of ours in flight, five waiting in the replica
   EXPECT_TRUE(w.busy());
   EXPECT_EQ(w.ThresholdNs(now, kScrape), 2 * kScrape);
   EXPECT_FALSE(w.Stalled(now + 400 * kMs, kScrape));

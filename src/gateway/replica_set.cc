@@ -55,6 +55,8 @@ void Gateway::Impl::Record(const std::optional<Transition>& t, Replica& r) {
     type = "stall";
     const int64_t silence = r.watch.SilenceNs(now);
     r.stalled_at_ns = now;
+    r.generated_tokens = -1;  // the next scrape is the baseline: tokens from before the stall
+                              // are no progress out of it
     fields["silence_s"] = NsToSeconds(silence);
     fields["threshold_s"] = NsToSeconds(r.watch.ThresholdNs(now, config.scrape_interval_ns));
     fields["in_flight"] = r.in_flight;
@@ -229,9 +231,13 @@ awaitable<void> Gateway::Impl::Scrape(Replica* r) {
     }
   });
   if (waiting >= 0) r->queued = waiting;
-  // Tokens the replica generated since the last scrape are progress the gateway's own streams
-  // may not show (other clients' requests): the replica is not stalled.
-  if (generated >= 0 && r->generated_tokens >= 0 && generated > r->generated_tokens) {
+  // Tokens the replica generated since the last scrape are progress that no stream of the
+  // gateway's showed, when none is there (it is busy only with its own queue). While the
+  // gateway has requests there, their bytes are the signal: a scrape just after a stall began
+  // still counts the tokens from before it, and would put off the stall's detection by up to a
+  // scrape interval.
+  if (generated >= 0 && r->generated_tokens >= 0 && generated > r->generated_tokens &&
+      r->in_flight == 0) {
     r->watch.OnScrapedProgress(MonoNowNs());
     Record(r->health.OnProgress("its generated-token count moved"), *r);
   }
