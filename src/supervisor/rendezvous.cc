@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/backoff.h"
 #include "src/base/clock.h"
 #include "src/base/json_depth.h"
 #include "src/base/log.h"
@@ -372,20 +373,48 @@ class EtcdRendezvous final : public Rendezvous {
     return a;
   }
 
+  // Refreshes the lease every TTL/3. A refresh is never delayed past the TTL: an attempt may
+  // take at most half of what is left of the TTL since the last refresh (so that a retry still
+  // fits), and a failed one is retried after a short jittered back-off (at most TTL/12) instead
+  // of a whole period later. The keep-alive has a client of its own and is not rate limited.
   void KeepAliveLoop() {
     EtcdClient client(o_.endpoint, o_.request_timeout_ms);
-    const auto period =
-        std::chrono::milliseconds(std::max<int64_t>(o_.lease_ttl_seconds * 1000 / 3, 200));
+    const int64_t ttl_ns = o_.lease_ttl_seconds * kNsPerSecond;
+    const int64_t period_ns = std::max<int64_t>(ttl_ns / 3, 200 * kNsPerMs);
+    Backoff retry(50 * kNsPerMs, std::max<int64_t>(period_ns / 4, 50 * kNsPerMs));
+    int64_t refreshed_lease = 0;
+    int64_t refreshed_ns = MonoNowNs();
+    int64_t next_ns = refreshed_ns + period_ns;
     std::unique_lock<std::mutex> l(lease_mu_);
     while (!stop_keepalive_) {
-      cv_.wait_for(l, period, [this] { return stop_keepalive_; });
+      cv_.wait_for(l, std::chrono::nanoseconds(std::max<int64_t>(0, next_ns - MonoNowNs())),
+                   [this] { return stop_keepalive_; });
       if (stop_keepalive_) break;
       int64_t lease = lease_;
-      if (lease == 0 || lease_lost_) continue;
+      int64_t now_ns = MonoNowNs();
+      if (lease == 0 || lease_lost_) {
+        next_ns = now_ns + period_ns;
+        continue;
+      }
+      if (lease != refreshed_lease) {  // a new lease (registered again): granted about now
+        refreshed_lease = lease;
+        refreshed_ns = now_ns;
+      }
+      int64_t left_ms = (refreshed_ns + ttl_ns - now_ns) / kNsPerMs;
+      int64_t timeout_ms = std::clamp<int64_t>(left_ms / 2, 100, o_.request_timeout_ms);
       l.unlock();
-      Status s = client.KeepAlive(lease);
+      Status s = client.KeepAlive(lease, timeout_ms);
       l.lock();
-      if (s.code() == StatusCode::kNotFound && lease == lease_) lease_lost_ = true;
+      if (s.ok()) {
+        refreshed_ns = now_ns;
+        retry.Reset();
+        next_ns = now_ns + period_ns;
+      } else if (s.code() == StatusCode::kNotFound) {
+        if (lease == lease_) lease_lost_ = true;
+        next_ns = MonoNowNs() + period_ns;
+      } else {
+        next_ns = MonoNowNs() + retry.Next();
+      }
     }
   }
 
