@@ -54,11 +54,11 @@ Status CommitManifest(Storage& root, const Manifest& manifest, std::string_view 
   if (existing.ok() && existing->save_id == manifest.save_id) return OkStatus();
   if (existing.ok() && existing->created_unix_ns >= begun_unix_ns) {
     return AlreadyExistsError(fmt::format(
-        "{} was committed by save {} at {} while this save ({}) was running: are two jobs saving "
-        "to the same directory? Nothing of this save was committed; give each job its own "
-        "directory",
+        "{} was committed by save {} at {}, after this one ({}) began at {}: two writers of one "
+        "step (two jobs saving to one directory, or a copy of an older checkpoint over a newer "
+        "one). Nothing of this save was committed; give each job its own directory",
         root.Describe(path), existing->save_id, Rfc3339(existing->created_unix_ns),
-        manifest.save_id));
+        manifest.save_id, Rfc3339(begun_unix_ns)));
   }
   Log(LogLevel::kWarning, "checkpoint", "replacing {}: {}", root.Describe(path),
       existing.ok() ? fmt::format("it is save {} of {}, from before this save began (a job "

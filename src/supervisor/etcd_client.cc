@@ -27,6 +27,13 @@ void GlobalInitOnce() {
 
 std::string Id(int64_t v) { return std::to_string(v); }
 
+// An answer about other keys than the ones asked for (a proxy or a misbehaving server).
+Status ForeignAnswer(std::string_view asked, std::string_view got) {
+  return InvalidArgumentError(fmt::format(
+      "etcd answered with key '{}' when asked for '{}'; not using it (a misbehaving proxy?)",
+      RemoteText(got, 120), asked));
+}
+
 }  // namespace
 
 EtcdClient::EtcdClient(std::string endpoint, int64_t timeout_ms)
@@ -95,7 +102,11 @@ Result<std::vector<EtcdKeyValue>> EtcdClient::GetPrefix(std::string_view prefix)
   nlohmann::json req = {{"key", Base64Encode(prefix)},
                         {"range_end", Base64Encode(PrefixRangeEnd(prefix))}};
   TITAN_ASSIGN_OR_RETURN(std::string body, Post("/v3/kv/range", req.dump()));
-  return ParseRangeResponse(body);
+  TITAN_ASSIGN_OR_RETURN(std::vector<EtcdKeyValue> kvs, ParseRangeResponse(body));
+  for (const EtcdKeyValue& kv : kvs) {
+    if (kv.key.compare(0, prefix.size(), prefix) != 0) return ForeignAnswer(prefix, kv.key);
+  }
+  return kvs;
 }
 
 Result<EtcdKeyValue> EtcdClient::Get(std::string_view key) {
@@ -103,6 +114,7 @@ Result<EtcdKeyValue> EtcdClient::Get(std::string_view key) {
   TITAN_ASSIGN_OR_RETURN(std::string body, Post("/v3/kv/range", req.dump()));
   TITAN_ASSIGN_OR_RETURN(std::vector<EtcdKeyValue> kvs, ParseRangeResponse(body));
   if (kvs.empty()) return NotFoundError(fmt::format("etcd key '{}' does not exist", key));
+  if (kvs.front().key != key) return ForeignAnswer(key, kvs.front().key);
   return kvs.front();
 }
 

@@ -22,25 +22,31 @@ std::string Json(const std::string& body) {
   return FaultHttpServer::Answer(200, body, {{"Content-Type", "application/json"}});
 }
 
+// What a rendezvous needs from etcd: a lease of `ttl` seconds, keep-alives, a txn that succeeds,
+// an empty answer to anything else.
+void AnswerAsEtcd(const HttpRequest& r, FaultHttpServer::Connection& c, const std::string& ttl) {
+  if (r.path == "/v3/lease/grant") {
+    c.Write(Json(R"({"ID":"7","TTL":")" + ttl + "\"}"));
+  } else if (r.path == "/v3/lease/keepalive") {
+    c.Write(Json(R"({"result":{"ID":"7","TTL":")" + ttl + "\"}}"));
+  } else if (r.path == "/v3/kv/txn") {
+    c.Write(Json(R"({"succeeded":true})"));
+  } else {
+    c.Write(Json("{}"));
+  }
+}
+
 // The first keep-alive hangs for 5 s; the old loop waited out its 1.5 s timeout and then a whole
 // period (TTL/3) more: 2.8 s after the grant, past the 2 s TTL, and etcd drops the lease.
 TEST(EtcdFaults, AKeepAliveWithoutAnAnswerIsRetriedWithinTheLeaseTtl) {
   std::atomic<bool> first{true};
   FaultHttpServer etcd([&](const HttpRequest& r, FaultHttpServer::Connection& c) {
-    if (r.path == "/v3/lease/grant") {
-      c.Write(Json(R"({"ID":"7","TTL":"2"})"));
-    } else if (r.path == "/v3/lease/keepalive") {
-      if (first.exchange(false)) {
-        c.Sleep(5 * kNsPerSecond);
-        c.Close();
-        return;
-      }
-      c.Write(Json(R"({"result":{"ID":"7","TTL":"2"}})"));
-    } else if (r.path == "/v3/kv/txn") {
-      c.Write(Json(R"({"succeeded":true})"));
-    } else {
-      c.Write(Json("{}"));
+    if (r.path == "/v3/lease/keepalive" && first.exchange(false)) {
+      c.Sleep(5 * kNsPerSecond);
+      c.Close();
+      return;
     }
+    AnswerAsEtcd(r, c, "2");
   });
   EtcdRendezvousOptions options;
   options.endpoint = etcd.url();
@@ -63,6 +69,52 @@ TEST(EtcdFaults, AKeepAliveWithoutAnAnswerIsRetriedWithinTheLeaseTtl) {
   EXPECT_LT(keepalives_ns[1] - granted_ns, 2 * kNsPerSecond)
       << "the keep-alive after the unanswered one came "
       << (keepalives_ns[1] - granted_ns) / 1'000'000 << " ms after the grant, past the 2 s TTL";
+}
+
+// During an etcd outage titan run's poll backs off (jittered, 200 ms doubling to 5 s) instead of
+// failing every poll_interval (here 10 ms: about 200 polls in 2 s before).
+TEST(EtcdFaults, PollsBackOffDuringAnOutage) {
+  std::atomic<bool> down{false};
+  FaultHttpServer etcd([&](const HttpRequest& r, FaultHttpServer::Connection& c) {
+    if (down) {
+      c.Write(FaultHttpServer::Answer(503, R"({"error":"etcdserver: leader changed"})"));
+    } else {
+      AnswerAsEtcd(r, c, "5");
+    }
+  });
+  EtcdRendezvousOptions options;
+  options.endpoint = etcd.url();
+  options.self.id = "n1";
+  options.poll_interval_ns = 10'000'000;
+  Result<std::unique_ptr<Rendezvous>> rdzv = MakeEtcdRendezvous(options);
+  ASSERT_TRUE(rdzv.ok()) << rdzv.status().ToString();
+  down = true;
+  size_t before = etcd.count("POST", "/v3/kv/range");
+  Assignment current;
+  current.members = {"n1"};
+  int failed = 0;
+  for (int64_t end = MonoNowNs() + 2 * kNsPerSecond; MonoNowNs() < end;) {
+    failed += !(*rdzv)->Poll(current).ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  (*rdzv)->Abandon();
+  size_t polls = etcd.count("POST", "/v3/kv/range") - before;
+  EXPECT_GE(failed, 2);
+  EXPECT_LE(polls, 12u) << "etcd polled at full rate during an outage";
+}
+
+// An answer about other keys than the ones asked for is refused, not used (it was taken as
+// the value of the key asked for).
+TEST(EtcdFaults, AnAnswerAboutAnotherKeyIsRefused) {
+  FaultHttpServer etcd([](const HttpRequest& r, FaultHttpServer::Connection& c) {
+    // Always key "/other" = "1" (base64 "L290aGVy", "MQ==").
+    c.Write(Json(R"({"kvs":[{"key":"L290aGVy","value":"MQ=="}],"count":"1"})"));
+  });
+  EtcdClient client(etcd.url(), 1000);
+  Result<EtcdKeyValue> got = client.Get("/titan/job/gen");
+  EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument) << got.status().ToString();
+  auto listed = client.GetPrefix("/titan/job/nodes/");
+  EXPECT_EQ(listed.status().code(), StatusCode::kInvalidArgument) << listed.status().ToString();
 }
 
 TEST(EtcdFaults, ErrorTextIsBoundedAndEscaped) {

@@ -243,11 +243,26 @@ class EtcdRendezvous final : public Rendezvous {
     return etcd_.CompareAndSwap(prefix_ + "gen", gen_kv.value, next.dump());
   }
 
+  // Every poll_interval_ns; after a failure (etcd unreachable or refusing), not before a jittered
+  // back-off of 200 ms doubling to 5 s, so that an outage is not polled at full rate by every
+  // node.
   Result<Health> Poll(const Assignment& current) override {
     Health h;
     int64_t now = MonoNowNs();
-    if (now - last_poll_ns_ < o_.poll_interval_ns) return h;
-    last_poll_ns_ = now;
+    if (now < next_poll_ns_) return h;
+    next_poll_ns_ = now + o_.poll_interval_ns;
+    Result<Health> polled = PollEtcd(current);
+    if (polled.ok()) {
+      poll_backoff_.Reset();
+    } else {
+      next_poll_ns_ = now + std::max(o_.poll_interval_ns, poll_backoff_.Next());
+    }
+    return polled;
+  }
+
+ private:
+  Result<Health> PollEtcd(const Assignment& current) {
+    Health h;
     TITAN_RETURN_IF_ERROR(EnsureLease());
     TITAN_ASSIGN_OR_RETURN(EtcdKeyValue gen_kv, etcd_.Get(prefix_ + "gen"));
     nlohmann::json rec = ParseJsonOr(gen_kv.value, nlohmann::json::object());
@@ -267,6 +282,7 @@ class EtcdRendezvous final : public Rendezvous {
     return h;
   }
 
+ public:
   Status MarkDone(const Assignment& current) override {
     return etcd_.Put(fmt::format("{}rdzv/{}/done/{}", prefix_, current.generation, o_.self.id),
                      "1");
@@ -436,7 +452,8 @@ class EtcdRendezvous final : public Rendezvous {
   bool lease_lost_ = false;
   bool stop_keepalive_ = false;
   std::thread keepalive_;
-  int64_t last_poll_ns_ = 0;
+  int64_t next_poll_ns_ = 0;
+  Backoff poll_backoff_{200'000'000, 5'000'000'000};
 };
 
 }  // namespace

@@ -36,6 +36,9 @@ struct Transfer {
   // Watch only.
   const std::function<bool(std::string_view)>* on_line = nullptr;
   bool stopped_by_reader = false;
+  int64_t idle_timeout_ns = 0;  // > 0: no byte for this long ends the transfer
+  int64_t last_byte_ns = 0;
+  bool idle = false;
   const std::atomic<bool>* stop = nullptr;
 };
 
@@ -44,6 +47,7 @@ bool Success(long status) { return status >= 200 && status < 300; }
 size_t WriteBody(char* data, size_t size, size_t count, void* user) {
   Transfer* t = static_cast<Transfer*>(user);
   size_t n = size * count;
+  t->last_byte_ns = MonoNowNs();
   long status = 0;
   curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
   if (!Success(status)) {
@@ -83,6 +87,7 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
 
 size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
   Transfer* t = static_cast<Transfer*>(user);
+  t->last_byte_ns = MonoNowNs();
   std::string_view line(data, size * count);
   size_t colon = line.find(':');
   if (colon != std::string_view::npos) {
@@ -94,9 +99,17 @@ size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
+// Called by curl at least once a second, data or not: ends a stopped transfer, and a watch
+// silent for its idle timeout (curl's low-speed check averages over whole seconds, too coarse
+// for a stream that delivers a few bytes at a time).
 int Progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   Transfer* t = static_cast<Transfer*>(user);
-  return t->stop != nullptr && t->stop->load(std::memory_order_relaxed) ? 1 : 0;
+  if (t->stop != nullptr && t->stop->load(std::memory_order_relaxed)) return 1;
+  if (t->idle_timeout_ns > 0 && MonoNowNs() - t->last_byte_ns > t->idle_timeout_ns) {
+    t->idle = true;
+    return 1;
+  }
+  return 0;
 }
 
 // The API's Status message in an error body, or the body's head when it is not one; bounded
@@ -184,6 +197,8 @@ Answer Perform(const ApiEndpoint& e, const std::atomic<bool>* stop, const CallSp
   t.curl = c;
   t.on_line = spec.on_line;
   t.stop = stop;
+  t.idle_timeout_ns = spec.on_line != nullptr ? spec.idle_timeout_ns : 0;
+  t.last_byte_ns = MonoNowNs();
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Accept: application/json");
   std::string auth = "Authorization: Bearer " + e.token;
@@ -207,9 +222,8 @@ Answer Perform(const ApiEndpoint& e, const std::atomic<bool>* stop, const CallSp
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::min(timeout_ms, 10'000L));
   } else {
-    // A watch: no deadline (the server ends it after timeoutSeconds), an idle timeout instead.
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, idle_s);
+    // A watch: no deadline (the server ends it after timeoutSeconds), an idle timeout instead
+    // (Progress).
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::min(idle_s * 1000, 10'000L));
   }
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteBody);
@@ -251,19 +265,22 @@ Answer Perform(const ApiEndpoint& e, const std::atomic<bool>* stop, const CallSp
   answer.retry_after = t.retry_after;
 
   if (t.stopped_by_reader) return answer;
+  if (t.idle) {
+    answer.body = DeadlineExceededError(
+        fmt::format("{}: the watch was silent for {} ms; dropped, it is opened again", what,
+                    spec.idle_timeout_ns / 1'000'000));
+    return answer;
+  }
   if (code == CURLE_ABORTED_BY_CALLBACK) {
     answer.body = CancelledError(what + ": stopped");
     return answer;
   }
   if (code == CURLE_OPERATION_TIMEDOUT) {
-    answer.body = DeadlineExceededError(
-        spec.on_line != nullptr
-            ? fmt::format("{}: the watch was silent for {} s ({}); dropped, it is opened again",
-                          what, idle_s, error[0] ? error : "idle")
-            : fmt::format("{}: no complete answer within {} ms ({}); is the API server ({}) "
-                          "overloaded or unreachable?",
-                          what, spec.call_timeout_ns / 1'000'000, error[0] ? error : "timeout",
-                          e.source));
+    answer.body = DeadlineExceededError(fmt::format(
+        "{}: no complete answer within {} ms ({}); is the API server ({}) overloaded or "
+        "unreachable?",
+        what, (spec.on_line != nullptr ? idle_s * 1000 : spec.call_timeout_ns / 1'000'000),
+        error[0] ? error : "timeout", e.source));
     return answer;
   }
   if (t.overflow && Success(status)) {

@@ -148,8 +148,9 @@ TEST(K8sCordonFaults, NamesThatAreNotDns1123AreRefusedBeforeAnyRequest) {
     c.Write(Json(200, Node("victim")));
   });
   ApiClient client(Endpoint(server));
-  for (const char* name : {"../namespaces/default/pods/victim", "n1/../../x", "N1", "n1?x=1", "",
-                           "-n1", std::string(254, 'a').c_str()}) {
+  for (const std::string& name :
+       std::vector<std::string>{"../namespaces/default/pods/victim", "n1/../../x", "N1", "n1?x=1",
+                                "", "-n1", std::string(254, 'a')}) {
     CordonRequest request;
     request.node = name;
     request.reason = "xid-79";

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include <fmt/format.h>
@@ -299,7 +300,7 @@ class Reconciler {
     request.timeout_ns = options_.request_timeout_ns;
     Result<CordonResult> result = CordonNode(client_, request);
     if (!result.ok()) {
-      state_.CordonFailed(action.node, now_ns);
+      state_.CordonFailed(action.node, now_ns, jitter_(random_));
       events_->Write("cordon_failed", {{"node", action.node},
                                        {"reason", action.reason},
                                        {"error", std::string(result.status().message())}});
@@ -321,7 +322,7 @@ class Reconciler {
     Result<std::string> done = client_.Call("PATCH", JobPath(view.job), JsonText(patch),
                                             kMergePatch, options_.request_timeout_ns);
     if (!done.ok()) {
-      state_.ScaleFailed(action.job, now_ns);
+      state_.ScaleFailed(action.job, now_ns, jitter_(random_));
       events_->Write("scale_failed", {{"job", action.job},
                                       {"from", action.from},
                                       {"to", action.to},
@@ -371,6 +372,8 @@ class Reconciler {
   const ControllerOptions& options_;
   EventLog* events_;
   ReconcileState state_;
+  std::mt19937_64 random_{std::random_device{}()};
+  std::uniform_real_distribution<double> jitter_{0.0, 1.0};
   std::map<std::string, std::string> invalid_;  // job name -> last error said
   std::map<std::string, int64_t> last_scale_ns_;
   std::map<std::string, int64_t> status_retry_at_ns_;

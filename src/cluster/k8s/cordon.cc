@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "src/base/backoff.h"
 #include "src/base/clock.h"
 #include "src/base/json_depth.h"
 #include "src/base/json_text.h"
@@ -61,6 +62,7 @@ Result<CordonResult> CordonNode(const ApiClient& client, const CordonRequest& re
     TITAN_RETURN_IF_ERROR(CheckLabelName(request.pod_namespace, "namespace"));
   }
   constexpr int kAttempts = 5;
+  Backoff backoff(50'000'000, 1'000'000'000);  // between re-reads after a 409
   for (int attempt = 1;; ++attempt) {
     TITAN_ASSIGN_OR_RETURN(std::string path, NodePath(result.node));
     Result<std::string> body = client.Call("GET", path, "", "", Remaining(deadline_ns));
@@ -107,10 +109,12 @@ Result<CordonResult> CordonNode(const ApiClient& client, const CordonRequest& re
       return result;
     }
     // 409: the node changed after we read it (its resourceVersion moved on); read it again.
+    int64_t wait_ns = backoff.Next();
     if (patched.status().code() != StatusCode::kFailedPrecondition || attempt == kAttempts ||
-        MonoNowNs() >= deadline_ns) {
+        MonoNowNs() + wait_ns >= deadline_ns) {
       return patched.status().WithContext(fmt::format("cordoning node '{}'", result.node));
     }
+    SleepUnlessStopped(wait_ns, nullptr);
   }
 }
 
