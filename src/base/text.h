@@ -34,6 +34,14 @@ std::string FormatBytes(uint64_t bytes);
 // is not echoed whole.
 std::string Excerpt(std::string_view text, size_t max_bytes = 80);
 
+// Text a remote peer sent (an error body, a server's message, a key it listed), made safe to
+// show: at most `max_bytes` of it are kept (not cutting a UTF-8 sequence; "... (N bytes)"
+// follows when cut), and control bytes, bytes that are not UTF-8, C1 controls and the
+// characters that reorder or hide text (U+2028/9, bidi overrides) are written as \xNN or
+// \uNNNN escapes, so that a hostile server cannot move the cursor, recolour the terminal or
+// hide what follows. Printable ASCII and other valid UTF-8 pass unchanged.
+std::string RemoteText(std::string_view text, size_t max_bytes = 200);
+
 // Appends `text` to *out as a JSON string literal (quotes included): ", \ and control bytes
 // escaped, bytes >= 0x80 passed through unchanged (so valid UTF-8 stays valid).
 void AppendJsonString(std::string_view text, std::string* out);

@@ -49,5 +49,21 @@ TEST(TextTest, ExcerptCutsLongTextWithoutSplittingACharacter) {
   EXPECT_EQ(Excerpt("abé", 3), "ab... (4 bytes)");
 }
 
+// A remote peer's words are shown bounded and escaped (issue 37): terminal escapes, NULs,
+// broken UTF-8 and bidi overrides cannot reach the terminal; real UTF-8 text passes.
+TEST(TextTest, RemoteTextEscapesControlsAndBoundsLength) {
+  EXPECT_EQ(RemoteText("SlowDown: please retry"), "SlowDown: please retry");
+  EXPECT_EQ(RemoteText("\x1b[2J\x1b]0;pwned\x07ok"), "\\x1b[2J\\x1b]0;pwned\\x07ok");
+  EXPECT_EQ(RemoteText(std::string("a\0b\nc\td", 7)), "a\\x00b\\nc\\td");
+  EXPECT_EQ(RemoteText("caf\xc3\xa9 \xe5\xad\x98\xe5\x82\xa8"),
+            "caf\xc3\xa9 \xe5\xad\x98\xe5\x82\xa8");
+  EXPECT_EQ(RemoteText("\xff\xc3(\xed\xa0\x80"),
+            "\\xff\\xc3(\\xed\\xa0\\x80");                              // invalid, surrogate
+  EXPECT_EQ(RemoteText("\xc0\xaf"), "\\xc0\\xaf");                      // overlong '/'
+  EXPECT_EQ(RemoteText("x\xe2\x80\xaey\xc2\x9b"), "x\\u202ey\\u009b");  // RLO, C1 CSI
+  EXPECT_EQ(RemoteText(std::string(1000, 'a'), 10), "aaaaaaaaaa... (1000 bytes)");
+  EXPECT_EQ(RemoteText("ab\xc3\xa9", 3), "ab... (4 bytes)");  // not cut inside a sequence
+}
+
 }  // namespace
 }  // namespace titan

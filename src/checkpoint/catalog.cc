@@ -1,7 +1,9 @@
 #include "src/checkpoint/catalog.h"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -42,10 +44,23 @@ Result<std::optional<int64_t>> LatestStep(Storage& storage) {
   return std::optional<int64_t>(steps.back());
 }
 
-Result<Manifest> ReadManifest(Storage& storage, int64_t step) {
+Result<ManifestFile> ReadManifestFile(Storage& storage, int64_t step) {
+  constexpr int kReads = 3;
   std::string path = ManifestPath(step);
-  TITAN_ASSIGN_OR_RETURN(std::string bytes, storage.ReadFile(path, kMaxManifestBytes));
-  return ParseManifest(bytes, storage.Describe(path));
+  for (int read = 1;; ++read) {
+    TITAN_ASSIGN_OR_RETURN(std::string bytes, storage.ReadFile(path, kMaxManifestBytes));
+    Result<Manifest> manifest = ParseManifest(bytes, storage.Describe(path));
+    if (manifest.ok()) return ManifestFile{std::move(bytes), std::move(manifest).value()};
+    if (manifest.status().code() != StatusCode::kDataLoss || read == kReads) {
+      return manifest.status();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50 * read));
+  }
+}
+
+Result<Manifest> ReadManifest(Storage& storage, int64_t step) {
+  TITAN_ASSIGN_OR_RETURN(ManifestFile file, ReadManifestFile(storage, step));
+  return std::move(file.manifest);
 }
 
 Result<GcReport> CollectGarbage(Storage& storage, const RetentionPolicy& policy, bool dry_run,

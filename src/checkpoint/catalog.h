@@ -28,8 +28,16 @@ Result<std::vector<int64_t>> ListCommittedSteps(Storage& storage);
 // nullopt when there is none.
 Result<std::optional<int64_t>> LatestStep(Storage& storage);
 
-// Reads and validates step_N/MANIFEST.
+// Reads and validates step_N/MANIFEST. A read that does not parse as a whole manifest (cut
+// short or garbled by the store or the network: DATA_LOSS) is read again, up to 3 reads 50 and
+// 100 ms apart, before its DATA_LOSS is returned.
 Result<Manifest> ReadManifest(Storage& storage, int64_t step);
+// The same, with the bytes read (a copy commits them verbatim).
+struct ManifestFile {
+  std::string bytes;
+  Manifest manifest;
+};
+Result<ManifestFile> ReadManifestFile(Storage& storage, int64_t step);
 
 struct RetentionPolicy {
   int keep_last = 0;   // keep the newest K committed checkpoints; 0: keep all

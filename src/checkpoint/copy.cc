@@ -18,6 +18,7 @@
 
 #include "src/base/log.h"
 #include "src/checkpoint/catalog.h"
+#include "src/checkpoint/commit.h"
 #include "src/checkpoint/hash.h"
 #include "src/checkpoint/layout.h"
 #include "src/checkpoint/manifest.h"
@@ -190,15 +191,14 @@ void LowerThreadPriorityForCopy() {
 
 Result<CopyReport> CopyCheckpoint(Storage& from, int64_t step, Storage& to,
                                   const CopyOptions& options) {
-  std::string manifest_path = ManifestPath(step);
-  TITAN_ASSIGN_OR_RETURN(std::string manifest_bytes,
-                         from.ReadFile(manifest_path, kMaxManifestBytes));
-  TITAN_ASSIGN_OR_RETURN(Manifest manifest,
-                         ParseManifest(manifest_bytes, from.Describe(manifest_path)));
+  TITAN_ASSIGN_OR_RETURN(ManifestFile source, ReadManifestFile(from, step));
+  const Manifest& manifest = source.manifest;
   TITAN_ASSIGN_OR_RETURN(CopyReport report, CopyDataFiles(from, manifest, to, options));
 
+  // The commit protocol of a save (commit.h): every file confirmed, then MANIFEST created.
   TITAN_RETURN_IF_ERROR(to.CreateDir(StepDirName(step)));
-  TITAN_RETURN_IF_ERROR(to.WriteFileAtomic(manifest_path, manifest_bytes));
+  TITAN_RETURN_IF_ERROR(CheckDataFiles(to, manifest));
+  TITAN_RETURN_IF_ERROR(CommitManifest(to, manifest, source.bytes, manifest.created_unix_ns));
   TITAN_RETURN_IF_ERROR(to.SyncDir(StepDirName(step)));
   TITAN_ASSIGN_OR_RETURN(std::optional<int64_t> latest, LatestStep(to));
   if (!latest || *latest <= step) {

@@ -158,18 +158,24 @@ class PosixStorage final : public Storage {
   }
 
   Status WriteFileAtomic(const std::string& path, std::string_view data) override {
-    static thread_local std::mt19937_64 rng{std::random_device{}()};
-    std::string tmp = fmt::format("{}.tmp-{:x}", path, rng() & 0xffffffffu);
-    Status status = [&]() -> Status {
-      TITAN_ASSIGN_OR_RETURN(auto file, NewWritableFile(tmp));
-      TITAN_RETURN_IF_ERROR(file->Append(data.data(), data.size()));
-      TITAN_RETURN_IF_ERROR(file->Sync());
-      TITAN_RETURN_IF_ERROR(file->Close());
+    return WriteThroughTemporary(path, data, [&](const std::string& tmp) -> Status {
       TITAN_RETURN_IF_ERROR(Rename(tmp, path));
       return SyncDir(DirName(path));
-    }();
-    if (!status.ok()) RemoveFile(tmp).IgnoreError();
-    return status;
+    });
+  }
+
+  Status CreateFileExclusive(const std::string& path, std::string_view data) override {
+    return WriteThroughTemporary(path, data, [&](const std::string& tmp) -> Status {
+      // link() fails with EEXIST instead of replacing: the one atomic create-if-absent of a
+      // whole file that NFS has too.
+      if (::link(Full(tmp).c_str(), Full(path).c_str()) != 0) {
+        if (errno == EEXIST)
+          return AlreadyExistsError(fmt::format("{} already exists", Full(path)));
+        return PathError(errno, fmt::format("link {} to", Full(tmp)), Full(path));
+      }
+      TITAN_RETURN_IF_ERROR(RemoveFile(tmp));
+      return SyncDir(DirName(path));
+    });
   }
 
   Status CreateDir(const std::string& path) override {
@@ -250,6 +256,23 @@ class PosixStorage final : public Storage {
   }
 
  private:
+  // Writes `data` to a fresh temporary name beside `path` and syncs it, then calls `place`
+  // with that name; the temporary file is removed unless `place` renamed it away.
+  template <typename Place>
+  Status WriteThroughTemporary(const std::string& path, std::string_view data, Place place) {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    std::string tmp = fmt::format("{}.tmp-{:x}", path, rng() & 0xffffffffu);
+    Status status = [&]() -> Status {
+      TITAN_ASSIGN_OR_RETURN(auto file, NewWritableFile(tmp));
+      TITAN_RETURN_IF_ERROR(file->Append(data.data(), data.size()));
+      TITAN_RETURN_IF_ERROR(file->Sync());
+      TITAN_RETURN_IF_ERROR(file->Close());
+      return place(tmp);
+    }();
+    if (!status.ok()) RemoveFile(tmp).IgnoreError();
+    return status;
+  }
+
   std::string Full(std::string_view path) const {
     if (path.empty() || path == ".") return root_;
     return fmt::format("{}/{}", root_, path);

@@ -43,6 +43,9 @@ class ReadThroughStorage final : public Storage {
   Status WriteFileAtomic(const std::string& path, std::string_view data) override {
     return store_->WriteFileAtomic(path, data);
   }
+  Status CreateFileExclusive(const std::string& path, std::string_view data) override {
+    return store_->CreateFileExclusive(path, data);
+  }
   Status CreateDir(const std::string& path) override { return store_->CreateDir(path); }
   Status SyncDir(const std::string& path) override { return store_->SyncDir(path); }
   Status Rename(const std::string& from, const std::string& to) override {

@@ -13,6 +13,7 @@
 
 #include "src/base/text.h"
 #include "src/s3/client.h"
+#include "src/s3/etag.h"
 
 namespace titan::checkpoint {
 namespace {
@@ -72,12 +73,16 @@ class S3WritableFile final : public WritableFile {
     return OkStatus();
   }
 
+  // Durable only once confirmed: the store keeps an object of the size written whose ETag
+  // is the MD5 of the body (one PUT) or of the parts' MD5s (multipart), one HEAD.
   Status Sync() override {
     if (done_) return OkStatus();
+    std::string expected_etag;
     if (upload_id_.empty()) {
       // Small enough for one PUT.
-      TITAN_RETURN_IF_ERROR(root_->client->PutObject(
-          root_->bucket, key_, std::string_view(buffer_.data(), buffer_.size())));
+      std::string_view body(buffer_.data(), buffer_.size());
+      expected_etag = s3::Md5Hex(body);
+      TITAN_RETURN_IF_ERROR(root_->client->PutObject(root_->bucket, key_, body));
     } else {
       if (!buffer_.empty()) TITAN_RETURN_IF_ERROR(StartPart());
       StopUploaders();
@@ -85,7 +90,9 @@ class S3WritableFile final : public WritableFile {
       Status complete =
           root_->client->CompleteMultipartUpload(root_->bucket, key_, upload_id_, etags_);
       if (!complete.ok() && !CompletedEarlier(complete)) return complete;
+      expected_etag = s3::MultipartEtag(part_md5s_);
     }
+    TITAN_RETURN_IF_ERROR(root_->client->ConfirmObject(root_->bucket, key_, size_, expected_etag));
     done_ = true;
     buffer_ = {};
     return OkStatus();
@@ -126,6 +133,7 @@ class S3WritableFile final : public WritableFile {
           fmt::format("append to {} after its Sync failed; save again", Where()));
     }
     etags_.emplace_back();
+    part_md5s_.emplace_back();
     queue_.push_back(Part{static_cast<int>(etags_.size()), std::move(buffer_)});
     ++pending_;
     lock.unlock();
@@ -146,14 +154,16 @@ class S3WritableFile final : public WritableFile {
       queue_.pop_front();
       bool failed = !error_.ok();
       lock.unlock();
+      std::string_view bytes(part.data.data(), part.data.size());
+      s3::Md5Digest md5 = failed ? s3::Md5Digest{} : s3::Md5(bytes);
       Result<std::string> etag =
           failed ? Result<std::string>(std::string())
-                 : root_->client->UploadPart(root_->bucket, key_, upload_id_, part.number,
-                                             std::string_view(part.data.data(), part.data.size()));
+                 : root_->client->UploadPart(root_->bucket, key_, upload_id_, part.number, bytes);
       part.data = {};
       lock.lock();
       if (etag.ok()) {
         etags_[static_cast<size_t>(part.number - 1)] = *etag;
+        part_md5s_[static_cast<size_t>(part.number - 1)] = md5;
       } else if (error_.ok()) {
         error_ = etag.status();
       }
@@ -189,11 +199,12 @@ class S3WritableFile final : public WritableFile {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Part> queue_;          // parts waiting for an uploader; guarded by mu_
-  size_t pending_ = 0;              // parts queued or uploading; guarded by mu_
-  bool stopping_ = false;           // guarded by mu_
-  std::vector<std::string> etags_;  // part i's ETag at i-1; guarded by mu_
-  Status error_;                    // the first failed part's; guarded by mu_
+  std::deque<Part> queue_;                // parts waiting for an uploader; guarded by mu_
+  size_t pending_ = 0;                    // parts queued or uploading; guarded by mu_
+  bool stopping_ = false;                 // guarded by mu_
+  std::vector<std::string> etags_;        // part i's ETag at i-1; guarded by mu_
+  std::vector<s3::Md5Digest> part_md5s_;  // the MD5 of part i's bytes at i-1; guarded by mu_
+  Status error_;                          // the first failed part's; guarded by mu_
 };
 
 class S3RandomAccessFile final : public RandomAccessFile {
@@ -232,8 +243,33 @@ class S3Storage final : public Storage {
   Result<std::string> ReadFile(const std::string& path, size_t max_bytes) override {
     return root_->client->GetObject(root_->bucket, root_->Key(path), max_bytes);
   }
+  // One PUT, confirmed (size and ETag) before it counts as written.
   Status WriteFileAtomic(const std::string& path, std::string_view data) override {
-    return root_->client->PutObject(root_->bucket, root_->Key(path), data);
+    std::string key = root_->Key(path);
+    TITAN_RETURN_IF_ERROR(root_->client->PutObject(root_->bucket, key, data));
+    return root_->client->ConfirmObject(root_->bucket, key, data.size(), s3::Md5Hex(data));
+  }
+  // A PUT with If-None-Match: * where the store honours it (probed once per bucket); on a store
+  // that ignores it, a HEAD then a PUT (two writers at the same moment can both pass the HEAD).
+  Status CreateFileExclusive(const std::string& path, std::string_view data) override {
+    std::string key = root_->Key(path);
+    TITAN_ASSIGN_OR_RETURN(bool honoured,
+                           root_->client->ConditionalCreateHonoured(root_->bucket, root_->prefix));
+    Status put;
+    if (honoured) {
+      put = root_->client->PutObject(root_->bucket, key, data, /*if_none_match=*/true);
+    } else if (Result<uint64_t> size = root_->client->HeadObject(root_->bucket, key); size.ok()) {
+      put = FailedPreconditionError("exists");
+    } else if (size.status().code() != StatusCode::kNotFound) {
+      return size.status();
+    } else {
+      put = root_->client->PutObject(root_->bucket, key, data);
+    }
+    if (put.code() == StatusCode::kFailedPrecondition) {
+      return AlreadyExistsError(fmt::format("{} already exists", Describe(path)));
+    }
+    TITAN_RETURN_IF_ERROR(put);
+    return root_->client->ConfirmObject(root_->bucket, key, data.size(), s3::Md5Hex(data));
   }
   Status CreateDir(const std::string&) override { return OkStatus(); }
   Status SyncDir(const std::string&) override { return OkStatus(); }
@@ -257,13 +293,17 @@ class S3Storage final : public Storage {
     std::string prefix = root_->DirPrefix(path);
     TITAN_ASSIGN_OR_RETURN(s3::Listing listing, root_->client->List(root_->bucket, prefix, "/"));
     std::vector<std::string> names;
-    for (const s3::ObjectEntry& o : listing.objects) {
-      if (o.key.size() > prefix.size()) names.push_back(o.key.substr(prefix.size()));
-    }
-    for (const std::string& p : listing.common_prefixes) {
-      if (p.size() > prefix.size() + 1) {
-        names.push_back(p.substr(prefix.size(), p.size() - prefix.size() - 1));
+    // The store's names, each one segment: one with a '/' (a store that ignored the
+    // delimiter), "." or ".." would name something outside `path` once joined to it.
+    auto add = [&](std::string name) {
+      if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+        return;
       }
+      names.push_back(std::move(name));
+    };
+    for (const s3::ObjectEntry& o : listing.objects) add(o.key.substr(prefix.size()));
+    for (const std::string& p : listing.common_prefixes) {
+      if (p.size() > prefix.size() + 1) add(p.substr(prefix.size(), p.size() - prefix.size() - 1));
     }
     if (names.empty() && !path.empty()) {
       return NotFoundError(fmt::format("{} holds no objects", Describe(path) + "/"));

@@ -63,6 +63,15 @@ class Storage {
   // Writes `data` to `path` so that a crash leaves either the old content or the new one:
   // write to a temporary name, fsync, rename over `path`, fsync the directory.
   virtual Status WriteFileAtomic(const std::string& path, std::string_view data) = 0;
+  // WriteFileAtomic that only creates: ALREADY_EXISTS, changing nothing, when `path` exists.
+  // The commit point of a checkpoint (its MANIFEST), so that two writers of one step cannot
+  // both succeed (commit.h). POSIX: the temporary file is link()ed to `path` (atomic, also on
+  // NFS); S3: a PUT with If-None-Match: * where the store honours it. Default (decorators in
+  // tests): a size check, then WriteFileAtomic, which is not atomic against another writer.
+  virtual Status CreateFileExclusive(const std::string& path, std::string_view data) {
+    if (FileSize(path).ok()) return AlreadyExistsError(Describe(path) + " already exists");
+    return WriteFileAtomic(path, data);
+  }
 
   virtual Status CreateDir(const std::string& path) = 0;  // like mkdir -p; existing is OK
   virtual Status SyncDir(const std::string& path) = 0;

@@ -10,6 +10,7 @@
 
 #include "src/base/clock.h"
 #include "src/base/log.h"
+#include "src/checkpoint/commit.h"
 #include "src/checkpoint/copy.h"
 #include "src/checkpoint/layout.h"
 #include "src/checkpoint/parallel_copy.h"
@@ -177,6 +178,7 @@ Status CheckpointWriter::Save(int64_t step, std::vector<TensorToSave> tensors,
                               SaveOptions options) {
   TITAN_RETURN_IF_ERROR_CTX(Wait(), "the previous checkpoint save failed");
   int64_t start_ns = MonoNowNs();
+  save_begun_unix_ns_ = WallNowNs();
   if (step < 0) return InvalidArgumentError(fmt::format("step {} is negative", step));
   if (step > kMaxStep) {
     // Refused here: a step directory of more digits would never be found, and the commit would
@@ -267,7 +269,7 @@ Status CheckpointWriter::WriteAndCommit(int64_t step, const std::vector<Piece>& 
   stats_.commit_ns = MonoNowNs() - commit_start_ns;
   if (!status.ok()) {
     index_.clear();
-    RemoveUncommitted(step);
+    RemoveUncommitted(step, options.save_id);
     return status.WithContext(fmt::format("committing checkpoint {}", where));
   }
   stats_.committed = true;
@@ -393,13 +395,20 @@ void CheckpointWriter::PruneLocal(int rank, int keep) {
   }
 }
 
-void CheckpointWriter::RemoveUncommitted(int64_t step) {
+void CheckpointWriter::RemoveUncommitted(int64_t step, const std::string& save_id) {
   Storage& root = commit_root();
-  if (root.FileSize(ManifestPath(step)).ok()) return;  // committed after all (`latest` failed)
+  // Another save's MANIFEST (two jobs in one directory): only this save's data files go.
+  bool others_committed = false;
+  if (root.FileSize(ManifestPath(step)).ok()) {
+    Result<Manifest> committed = ReadManifest(root, step);
+    if (!committed.ok() || committed->save_id == save_id) return;  // committed after all
+    others_committed = true;
+  }
   std::string dir = StepDirName(step);
   Result<std::vector<std::string>> files = root.ListDir(dir);
   if (!files.ok()) return;
   for (const std::string& file : *files) {
+    if (others_committed && file.find("-" + save_id + ".data") == std::string::npos) continue;
     Status removed = root.RemoveFile(dir + "/" + file);
     if (!removed.ok()) {
       Log(LogLevel::kWarning, "checkpoint", "cleaning up the failed save: {}", removed.ToString());
@@ -446,25 +455,9 @@ Status CheckpointWriter::Commit(int64_t step, const SaveOptions& options) {
   }
   TITAN_RETURN_IF_ERROR(CheckCoverage(merged));
   // Every referenced byte must exist (files of earlier checkpoints may have been removed).
-  std::vector<uint64_t> needed(merged.files.size(), 0);
-  for (const TensorEntry& t : merged.tensors) {
-    for (const ShardEntry& s : t.shards) {
-      for (const ChunkRef& c : s.chunks) {
-        needed[c.file] = std::max(needed[c.file], c.offset + c.size_bytes);
-      }
-    }
-  }
-  for (size_t i = 0; i < merged.files.size(); ++i) {
-    Result<uint64_t> size = root.FileSize(merged.files[i]);
-    if (!size.ok() || *size < needed[i]) {
-      return DataLossError(fmt::format(
-          "data file {} is {} (needs {} bytes); the checkpoint cannot be committed. If it "
-          "belongs to an older checkpoint that was deleted, save again (the next save is full)",
-          root.Describe(merged.files[i]),
-          size.ok() ? fmt::format("only {} bytes", *size) : std::string("missing"), needed[i]));
-    }
-  }
-  TITAN_RETURN_IF_ERROR(root.WriteFileAtomic(ManifestPath(step), SerializeManifest(merged)));
+  TITAN_RETURN_IF_ERROR(CheckDataFiles(root, merged));
+  TITAN_RETURN_IF_ERROR(
+      CommitManifest(root, merged, SerializeManifest(merged), save_begun_unix_ns_));
   TITAN_RETURN_IF_ERROR(root.WriteFileAtomic(std::string(kLatestFile), StepDirName(step) + "\n"));
   for (int rank = 0; rank < options.world_size; ++rank) {
     root.RemoveFile(DonePath(step, rank)).IgnoreError();

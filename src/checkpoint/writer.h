@@ -7,7 +7,9 @@
 //      across ranks), fsyncs it, then atomically writes step_N/rank_R.done with its chunk list.
 //   2. Rank 0 waits for all `world_size` done markers of this save_id, merges them, checks that
 //      every tensor is fully covered and that every referenced file exists and is long enough,
-//      writes step_N/MANIFEST atomically (write, fsync, rename, fsync dir), then "latest".
+//      creates step_N/MANIFEST (commit.h: written, fsynced, linked into place only if absent;
+//      a MANIFEST of another save that committed while this one ran fails this one with
+//      ALREADY_EXISTS), then writes "latest".
 //   3. Rank 0 applies retention (catalog.h).
 // A crash at any point leaves the previous checkpoint committed and "latest" naming it.
 //
@@ -15,10 +17,11 @@
 // ranks cannot see each other's markers there, so the commit moves to a store every rank
 // reaches (s3://bucket/prefix). Each rank writes its data file locally as above, uploads it
 // to the store (CopyDataFiles, every chunk checked), then writes its done marker at the store;
-// rank 0 commits at the store (MANIFEST, then "latest") and applies retention there. The local
-// directory keeps the data files as a cache for restores on the same node (ReadThroughStorage,
-// read_through_storage.h) and never holds a MANIFEST; each rank prunes its own local files of
-// steps older than the newest `keep_last` (2 when retention keeps all).
+// rank 0 commits at the store (MANIFEST, then "latest") and applies retention there. A rank's
+// upload is confirmed at the store (size and ETag, s3_storage.h) before its marker is written. The
+// local directory keeps the data files as a cache for restores on the same node
+// (ReadThroughStorage, read_through_storage.h) and never holds a MANIFEST; each rank prunes its own
+// local files of steps older than the newest `keep_last` (2 when retention keeps all).
 //
 // Async: Save() copies the tensors into host staging memory (reused across saves) and returns;
 // a background thread hashes, writes, fsyncs and (rank 0) commits. A Save() first waits for the
@@ -137,8 +140,9 @@ class CheckpointWriter {
   Status Commit(int64_t step, const SaveOptions& options);
   // Rank 0, after a failed commit: removes what the save left in step_N (every rank's data file
   // and marker; a full disk is the usual cause, and the next save needs the space), unless the
-  // MANIFEST landed. Best effort: errors are logged.
-  void RemoveUncommitted(int64_t step);
+  // MANIFEST landed; when another save's MANIFEST is there (commit.h), only this save's data
+  // files. Best effort: errors are logged.
+  void RemoveUncommitted(int64_t step, const std::string& save_id);
 
   std::shared_ptr<Storage> storage_;
   std::shared_ptr<CheckpointMirror> mirror_;
@@ -147,6 +151,7 @@ class CheckpointWriter {
   Status worker_status_;
   SaveStats stats_;
   std::function<void(const SaveStats&)> on_saved_;
+  int64_t save_begun_unix_ns_ = 0;  // wall clock when the save in flight began (commit.h)
   std::unique_ptr<char[]> staging_;
   size_t staging_bytes_ = 0;
   std::vector<Piece> pieces_;  // of the save in flight

@@ -66,7 +66,7 @@ struct Flags {
   uint64_t max_concurrency = 0;
   uint64_t warm_connections = 0;
   int threads = 1;
-  std::string timeout = "5m", connect_timeout = "5s", drain;
+  std::string timeout = "5m", connect_timeout = "5s", idle_timeout = "60s", drain;
   std::string slo;
   std::string lag_bound = "auto";
   std::string scrape = "auto";
@@ -168,6 +168,10 @@ void AddRunFlags(CLI::App* app, Flags* f) {
       ->check(Duration(false))
       ->capture_default_str();
   how->add_option("--connect-timeout", f->connect_timeout)
+      ->check(Duration(false))
+      ->capture_default_str();
+  how->add_option("--idle-timeout", f->idle_timeout,
+                  "a streamed answer silent this long after its first byte is a timeout")
       ->check(Duration(false))
       ->capture_default_str();
   how->add_option("--drain", f->drain,
@@ -274,6 +278,7 @@ Result<Setup> Build(const Flags& f, bool sweep) {
   s.workload.closed_loop = f.users > 0 && f.trace_file.empty();
   s.runner.timeout_ns = Ns(f.timeout);
   s.runner.connect_timeout_ns = Ns(f.connect_timeout);
+  s.runner.idle_timeout_ns = Ns(f.idle_timeout);
   s.runner.drain_ns = f.drain.empty() ? 0 : Ns(f.drain);
   s.runner.max_concurrency = f.max_concurrency;
   s.runner.warm_connections = f.warm_connections;

@@ -354,7 +354,7 @@ asio::awaitable<RequestRecord> Loop::Execute(uint64_t index, WorkItem item) {
     request.body = std::move(item.body);
     record.sent_ns = shared_->Now();
     const int64_t deadline = MonoNowNs() + options.timeout_ns;
-    result = co_await connection->Send(request, collector, deadline);
+    result = co_await connection->Send(request, collector, deadline, options.idle_timeout_ns);
     if (!result.ok() && reused && result.error == http::ClientError::kClosed &&
         record.first_byte_ns == kNever) {
       // The server had closed this kept-alive connection (llama.cpp's server does after a
@@ -365,7 +365,7 @@ asio::awaitable<RequestRecord> Loop::Execute(uint64_t index, WorkItem item) {
       result = co_await connection->Connect(shared_->endpoint, options.connect_timeout_ns);
       if (result.ok()) {
         record.sent_ns = shared_->Now();
-        result = co_await connection->Send(request, collector, deadline);
+        result = co_await connection->Send(request, collector, deadline, options.idle_timeout_ns);
       }
     }
   }

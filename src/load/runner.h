@@ -73,6 +73,9 @@ struct RunnerOptions {
   int64_t duration_ns = 0;               // 0: until the workload ends
   int64_t timeout_ns = 300'000'000'000;  // per request, from its send
   int64_t connect_timeout_ns = 5'000'000'000;
+  // A stream silent this long after its first body byte is a timeout (an SSE idle timeout:
+  // a server that stops mid-answer costs this, not the whole timeout_ns). 0: none.
+  int64_t idle_timeout_ns = 60'000'000'000;
   int64_t drain_ns = 0;          // after the schedule ends, wait this long for answers (0: timeout)
   uint64_t max_concurrency = 0;  // 0: unbounded (open loop)
   // Under max_concurrency, at most this many requests wait for a slot (each holds its prompt):

@@ -53,7 +53,7 @@ asio::awaitable<void> Sleep(http::Exchange& ex, int ms) {
 
 // What the fake server does, by the path of the request (set per test).
 std::atomic<int> g_mode{0};
-enum Mode { kGood, kGarbage, kCut, kHugeLine, kSilent, kError500, kNoDone };
+enum Mode { kGood, kGarbage, kCut, kHugeLine, kSilent, kError500, kNoDone, kStallMidStream };
 
 asio::awaitable<void> FakeEngine(http::Exchange& ex) {
   const int mode = g_mode.load();
@@ -77,6 +77,10 @@ asio::awaitable<void> FakeEngine(http::Exchange& ex) {
     if (mode == kHugeLine && i == 1) event = "data: " + std::string(10 << 20, 'x') + "\n\n";
     if (!co_await ex.Write(event)) co_return;
     if (mode == kCut && i == 1) co_return;  // the handler ends the chunked body early
+    if (mode == kStallMidStream) {
+      co_await Sleep(ex, 5000);  // silent mid-answer, then the stream ends without [DONE]
+      co_return;
+    }
   }
   if (mode == kNoDone) co_return;
   std::string usage =
@@ -158,6 +162,21 @@ TEST_F(RunnerTest, AServerThatNeverAnswersTimesOut) {
   for (const RequestRecord& r : run.records) {
     EXPECT_EQ(r.error, RequestError::kTimeout);
     EXPECT_GE(r.end_ns - r.sent_ns, 300 * kNsPerMs);
+  }
+}
+
+// An SSE stream that goes silent after its first tokens ends at the idle timeout, as a timeout,
+// instead of holding the request for its whole --timeout (issue 37; on the code before, the
+// request waited for the server to end the stream: stream_cut after 5 s).
+TEST_F(RunnerTest, AStreamSilentMidAnswerEndsAtTheIdleTimeout) {
+  options_.timeout_ns = 60 * kNsPerSecond;
+  options_.idle_timeout_ns = 200 * kNsPerMs;
+  RunRecords run = Run(kStallMidStream, 2);
+  ASSERT_EQ(run.records.size(), 2u);
+  for (const RequestRecord& r : run.records) {
+    EXPECT_EQ(r.error, RequestError::kTimeout);
+    EXPECT_NE(r.first_byte_ns, kNever);
+    EXPECT_GE(r.end_ns - r.first_byte_ns, 200 * kNsPerMs);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "src/s3/config.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -196,6 +197,16 @@ Result<Location> ParseS3Url(std::string_view url) {
   if (prefix.find("//") != std::string_view::npos || (!prefix.empty() && prefix.front() == '/')) {
     return InvalidArgumentError(
         fmt::format("'{}': the prefix has an empty path segment ('//')", url));
+  }
+  for (size_t begin = 0; !prefix.empty() && begin <= prefix.size();) {
+    size_t slash = std::min(prefix.find('/', begin), prefix.size());
+    std::string_view segment = prefix.substr(begin, slash - begin);
+    if (segment == "." || segment == "..") {
+      return InvalidArgumentError(fmt::format(
+          "'{}': the prefix has a '{}' path segment, which a store may resolve elsewhere", url,
+          segment));
+    }
+    begin = slash + 1;
   }
   location.prefix = std::string(prefix);
   return location;

@@ -2,6 +2,8 @@
 
 #include <pugixml.hpp>
 
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "src/base/text.h"
@@ -25,7 +27,7 @@ Status Load(std::string_view body, std::string_view what, pugi::xml_document* do
   if (!parsed) {
     return InvalidArgumentError(fmt::format("{}: response is not XML ({} at byte {}): '{}'", what,
                                             parsed.description(), parsed.offset,
-                                            body.substr(0, 200)));
+                                            RemoteText(body, 200)));
   }
   return OkStatus();
 }
@@ -42,7 +44,7 @@ Result<ListPage> ParseListObjectsV2(std::string_view body, std::string_view what
   pugi::xml_node root = doc.child("ListBucketResult");
   if (!root) {
     return InvalidArgumentError(fmt::format("{}: expected a <ListBucketResult> document, got '{}'",
-                                            what, body.substr(0, 200)));
+                                            what, RemoteText(body, 200)));
   }
   ListPage page;
   for (pugi::xml_node contents : root.children("Contents")) {
@@ -52,7 +54,7 @@ Result<ListPage> ParseListObjectsV2(std::string_view body, std::string_view what
     if (entry.key.empty() || !ParseUint64(size, &entry.size_bytes)) {
       return InvalidArgumentError(fmt::format(
           "{}: a <Contents> entry has key '{}' and size '{}'; expected a key and a byte count",
-          what, entry.key, size));
+          what, RemoteText(entry.key, 120), RemoteText(size, 40)));
     }
     page.objects.push_back(std::move(entry));
   }
@@ -77,7 +79,7 @@ Result<UploadsPage> ParseListMultipartUploads(std::string_view body, std::string
   if (!root) {
     return InvalidArgumentError(
         fmt::format("{}: expected a <ListMultipartUploadsResult> document, got '{}'", what,
-                    body.substr(0, 200)));
+                    RemoteText(body, 200)));
   }
   UploadsPage page;
   for (pugi::xml_node upload : root.children("Upload")) {
@@ -105,7 +107,7 @@ Result<std::string> ParseUploadId(std::string_view body, std::string_view what) 
   if (id.empty()) {
     return InvalidArgumentError(
         fmt::format("{}: expected an <InitiateMultipartUploadResult> with an UploadId, got '{}'",
-                    what, body.substr(0, 200)));
+                    what, RemoteText(body, 200)));
   }
   return id;
 }
@@ -123,6 +125,26 @@ ErrorBody ParseError(std::string_view body) {
 bool IsErrorDocument(std::string_view body) {
   pugi::xml_document doc;
   return Load(body, "", &doc).ok() && doc.child("Error");
+}
+
+std::string_view UnquoteEtag(std::string_view etag) {
+  etag = Trim(etag);
+  if (etag.substr(0, 2) == "W/") etag.remove_prefix(2);
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+    etag = etag.substr(1, etag.size() - 2);
+  }
+  return etag;
+}
+
+bool IsMd5Etag(std::string_view unquoted) {
+  if (unquoted.size() < 32) return false;
+  for (char c : unquoted.substr(0, 32)) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  }
+  if (unquoted.size() == 32) return true;
+  if (unquoted[32] != '-') return false;
+  uint64_t parts = 0;
+  return ParseUint64(unquoted.substr(33), &parts) && parts >= 1 && parts <= 10'000;
 }
 
 std::string CompleteMultipartBody(const std::vector<std::string>& etags) {

@@ -52,6 +52,14 @@ struct UploadsPage {
 };
 Result<UploadsPage> ParseListMultipartUploads(std::string_view body, std::string_view what);
 
+// An ETag header's value without its quotes (and without a weak "W/" prefix): "\"abc\"" ->
+// "abc". Anything else is returned as it came.
+std::string_view UnquoteEtag(std::string_view etag);
+
+// True for "32 hex digits" or "32 hex digits-N" (N in 1..10000): an ETag a store computed from
+// MD5s (etag.h), which titan can compare with the MD5s of the bytes it sent.
+bool IsMd5Etag(std::string_view unquoted);
+
 // The request body of CompleteMultipartUpload for parts 1..n with these ETags.
 std::string CompleteMultipartBody(const std::vector<std::string>& etags);
 

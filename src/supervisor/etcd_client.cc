@@ -7,6 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/base/clock.h"
+#include "src/base/text.h"
+
 namespace titan::supervisor {
 namespace {
 
@@ -24,6 +27,13 @@ void GlobalInitOnce() {
 
 std::string Id(int64_t v) { return std::to_string(v); }
 
+// An answer about other keys than the ones asked for (a proxy or a misbehaving server).
+Status ForeignAnswer(std::string_view asked, std::string_view got) {
+  return InvalidArgumentError(fmt::format(
+      "etcd answered with key '{}' when asked for '{}'; not using it (a misbehaving proxy?)",
+      RemoteText(got, 120), asked));
+}
+
 }  // namespace
 
 EtcdClient::EtcdClient(std::string endpoint, int64_t timeout_ms)
@@ -38,18 +48,25 @@ EtcdClient::~EtcdClient() {
   if (curl_ != nullptr) curl_easy_cleanup(static_cast<CURL*>(curl_));
 }
 
-Result<std::string> EtcdClient::Post(std::string_view path, const std::string& body) {
+Result<std::string> EtcdClient::Post(std::string_view path, const std::string& body,
+                                     int64_t timeout_ms, bool limited) {
   CURL* c = static_cast<CURL*>(curl_);
   if (c == nullptr) return InternalError("curl_easy_init failed");
   std::string url = endpoint_ + std::string(path);
+  if (timeout_ms <= 0) timeout_ms = timeout_ms_;
+  if (limited && !limiter_.Acquire(MonoNowNs() + timeout_ms * 1'000'000)) {
+    return DeadlineExceededError(fmt::format(
+        "etcd at {}: this client's rate limit ({:.0f} requests/s) left no room within {} ms", url,
+        kRequestsPerSecond, timeout_ms));
+  }
   std::string response;
   curl_easy_reset(c);
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_POST, 1L);
   curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
   curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms_));
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(timeout_ms_));
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(timeout_ms));
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, AppendBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &response);
@@ -66,7 +83,7 @@ Result<std::string> EtcdClient::Post(std::string_view path, const std::string& b
   }
   if (http != 200) {
     std::string detail = ParseErrorMessage(response);
-    if (detail.empty()) detail = response.substr(0, 200);
+    detail = RemoteText(detail.empty() ? response : detail, 200);
     if (http == 404 || detail.find("not found") != std::string::npos) {
       return NotFoundError(fmt::format("etcd {}: HTTP {}: {}", url, http, detail));
     }
@@ -85,7 +102,11 @@ Result<std::vector<EtcdKeyValue>> EtcdClient::GetPrefix(std::string_view prefix)
   nlohmann::json req = {{"key", Base64Encode(prefix)},
                         {"range_end", Base64Encode(PrefixRangeEnd(prefix))}};
   TITAN_ASSIGN_OR_RETURN(std::string body, Post("/v3/kv/range", req.dump()));
-  return ParseRangeResponse(body);
+  TITAN_ASSIGN_OR_RETURN(std::vector<EtcdKeyValue> kvs, ParseRangeResponse(body));
+  for (const EtcdKeyValue& kv : kvs) {
+    if (kv.key.compare(0, prefix.size(), prefix) != 0) return ForeignAnswer(prefix, kv.key);
+  }
+  return kvs;
 }
 
 Result<EtcdKeyValue> EtcdClient::Get(std::string_view key) {
@@ -93,6 +114,7 @@ Result<EtcdKeyValue> EtcdClient::Get(std::string_view key) {
   TITAN_ASSIGN_OR_RETURN(std::string body, Post("/v3/kv/range", req.dump()));
   TITAN_ASSIGN_OR_RETURN(std::vector<EtcdKeyValue> kvs, ParseRangeResponse(body));
   if (kvs.empty()) return NotFoundError(fmt::format("etcd key '{}' does not exist", key));
+  if (kvs.front().key != key) return ForeignAnswer(key, kvs.front().key);
   return kvs.front();
 }
 
@@ -134,9 +156,10 @@ Result<int64_t> EtcdClient::GrantLease(int64_t ttl_seconds) {
   return ParseLeaseGrantResponse(body);
 }
 
-Status EtcdClient::KeepAlive(int64_t lease) {
+Status EtcdClient::KeepAlive(int64_t lease, int64_t timeout_ms) {
   nlohmann::json req = {{"ID", Id(lease)}};
-  TITAN_ASSIGN_OR_RETURN(std::string body, Post("/v3/lease/keepalive", req.dump()));
+  TITAN_ASSIGN_OR_RETURN(std::string body,
+                         Post("/v3/lease/keepalive", req.dump(), timeout_ms, /*limited=*/false));
   TITAN_ASSIGN_OR_RETURN(int64_t ttl, ParseLeaseKeepAliveResponse(body));
   if (ttl <= 0) return NotFoundError(fmt::format("etcd lease {} expired", lease));
   return OkStatus();

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/backoff.h"
 #include "src/base/clock.h"
 #include "src/base/json_depth.h"
 #include "src/base/log.h"
@@ -257,11 +258,26 @@ class EtcdRendezvous final : public Rendezvous {
     return etcd_.CompareAndSwap(prefix_ + "gen", gen_kv.value, next.dump());
   }
 
+  // Every poll_interval_ns; after a failure (etcd unreachable or refusing), not before a jittered
+  // back-off of 200 ms doubling to 5 s, so that an outage is not polled at full rate by every
+  // node.
   Result<Health> Poll(const Assignment& current) override {
     Health h;
     int64_t now = MonoNowNs();
-    if (now - last_poll_ns_ < o_.poll_interval_ns) return h;
-    last_poll_ns_ = now;
+    if (now < next_poll_ns_) return h;
+    next_poll_ns_ = now + o_.poll_interval_ns;
+    Result<Health> polled = PollEtcd(current);
+    if (polled.ok()) {
+      poll_backoff_.Reset();
+    } else {
+      next_poll_ns_ = now + std::max(o_.poll_interval_ns, poll_backoff_.Next());
+    }
+    return polled;
+  }
+
+ private:
+  Result<Health> PollEtcd(const Assignment& current) {
+    Health h;
     TITAN_RETURN_IF_ERROR(EnsureLease());
     TITAN_ASSIGN_OR_RETURN(EtcdKeyValue gen_kv, etcd_.Get(prefix_ + "gen"));
     nlohmann::json rec = ParseJsonOr(gen_kv.value, nlohmann::json::object());
@@ -281,6 +297,7 @@ class EtcdRendezvous final : public Rendezvous {
     return h;
   }
 
+ public:
   Status MarkDone(const Assignment& current) override {
     return etcd_.Put(fmt::format("{}rdzv/{}/done/{}", prefix_, current.generation, o_.self.id),
                      "1");
@@ -387,20 +404,48 @@ class EtcdRendezvous final : public Rendezvous {
     return a;
   }
 
+  // Refreshes the lease every TTL/3. A refresh is never delayed past the TTL: an attempt may
+  // take at most half of what is left of the TTL since the last refresh (so that a retry still
+  // fits), and a failed one is retried after a short jittered back-off (at most TTL/12) instead
+  // of a whole period later. The keep-alive has a client of its own and is not rate limited.
   void KeepAliveLoop() {
     EtcdClient client(o_.endpoint, o_.request_timeout_ms);
-    const auto period =
-        std::chrono::milliseconds(std::max<int64_t>(o_.lease_ttl_seconds * 1000 / 3, 200));
+    const int64_t ttl_ns = o_.lease_ttl_seconds * kNsPerSecond;
+    const int64_t period_ns = std::max<int64_t>(ttl_ns / 3, 200 * kNsPerMs);
+    Backoff retry(50 * kNsPerMs, std::max<int64_t>(period_ns / 4, 50 * kNsPerMs));
+    int64_t refreshed_lease = 0;
+    int64_t refreshed_ns = MonoNowNs();
+    int64_t next_ns = refreshed_ns + period_ns;
     std::unique_lock<std::mutex> l(lease_mu_);
     while (!stop_keepalive_) {
-      cv_.wait_for(l, period, [this] { return stop_keepalive_; });
+      cv_.wait_for(l, std::chrono::nanoseconds(std::max<int64_t>(0, next_ns - MonoNowNs())),
+                   [this] { return stop_keepalive_; });
       if (stop_keepalive_) break;
       int64_t lease = lease_;
-      if (lease == 0 || lease_lost_) continue;
+      int64_t now_ns = MonoNowNs();
+      if (lease == 0 || lease_lost_) {
+        next_ns = now_ns + period_ns;
+        continue;
+      }
+      if (lease != refreshed_lease) {  // a new lease (registered again): granted about now
+        refreshed_lease = lease;
+        refreshed_ns = now_ns;
+      }
+      int64_t left_ms = (refreshed_ns + ttl_ns - now_ns) / kNsPerMs;
+      int64_t timeout_ms = std::clamp<int64_t>(left_ms / 2, 100, o_.request_timeout_ms);
       l.unlock();
-      Status s = client.KeepAlive(lease);
+      Status s = client.KeepAlive(lease, timeout_ms);
       l.lock();
-      if (s.code() == StatusCode::kNotFound && lease == lease_) lease_lost_ = true;
+      if (s.ok()) {
+        refreshed_ns = now_ns;
+        retry.Reset();
+        next_ns = now_ns + period_ns;
+      } else if (s.code() == StatusCode::kNotFound) {
+        if (lease == lease_) lease_lost_ = true;
+        next_ns = MonoNowNs() + period_ns;
+      } else {
+        next_ns = MonoNowNs() + retry.Next();
+      }
     }
   }
 
@@ -422,7 +467,8 @@ class EtcdRendezvous final : public Rendezvous {
   bool lease_lost_ = false;
   bool stop_keepalive_ = false;
   std::thread keepalive_;
-  int64_t last_poll_ns_ = 0;
+  int64_t next_poll_ns_ = 0;
+  Backoff poll_backoff_{200'000'000, 5'000'000'000};
 };
 
 }  // namespace

@@ -39,8 +39,16 @@ void RunLog::Write(const std::string& type, nlohmann::json fields) {
   if (file_ != nullptr) {
     std::string text = JsonText(line);
     text += '\n';
-    std::fwrite(text.data(), 1, text.size(), file_);
-    std::fflush(file_);
+    errno = 0;
+    bool written = std::fwrite(text.data(), 1, text.size(), file_) == text.size();
+    written = std::fflush(file_) == 0 && written;
+    if (!written) {
+      ++lines_lost_;
+      if (write_error_.ok()) {
+        write_error_ = ErrnoError(errno != 0 ? errno : EIO, "writing the event log " + path_);
+      }
+      std::clearerr(file_);
+    }
   }
   recent_.push_back(std::move(line));
   if (recent_.size() > kRecentMax) recent_.pop_front();

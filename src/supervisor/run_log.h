@@ -33,8 +33,13 @@ class RunLog {
   void Write(const std::string& type, nlohmann::json fields);
   const std::deque<nlohmann::json>& recent() const { return recent_; }
   const std::string& path() const { return path_; }
+  // The first failed write to the file (a full disk: lines lost from there on), else OK.
+  const Status& write_error() const { return write_error_; }
+  uint64_t lines_lost() const { return lines_lost_; }
 
  private:
+  Status write_error_;
+  uint64_t lines_lost_ = 0;
   FILE* file_ = nullptr;
   std::string path_;
   std::string node_;

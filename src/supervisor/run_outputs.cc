@@ -120,8 +120,8 @@ void RunOutputs::EndPrefetch() {
   prefetch_.reset();  // cancels a copy in flight
 }
 
-void RunOutputs::Finish(int code, int64_t now, const Assignment& a, uint64_t events_dropped,
-                        int restart_count) {
+int RunOutputs::Finish(int code, int64_t now, const Assignment& a, uint64_t events_dropped,
+                       int restart_count) {
   ledger_.Finish(now);
   PublishMetrics(now, a, events_dropped, /*force=*/true);
   json ledger = ledger_.ToJson(now);
@@ -132,17 +132,24 @@ void RunOutputs::Finish(int code, int64_t now, const Assignment& a, uint64_t eve
   ledger["world_size"] = a.world_size;
   ledger["event_log"] = o_.event_log;
   log_.Write("ledger", ledger);
-  if (Status written = WriteFileAtomically(o_.ledger_json, JsonText(ledger, 2) + "\n");
-      !written.ok()) {
-    Log(LogLevel::kError, "run", "writing the ledger (--ledger-json): {}", written.message());
+  Status ledger_written = WriteFileAtomically(o_.ledger_json, JsonText(ledger, 2) + "\n");
+  if (!ledger_written.ok()) {
+    Log(LogLevel::kError, "run", "writing the ledger (--ledger-json): {}",
+        ledger_written.message());
+    records_error_ = ledger_written;
+  } else if (!log_.write_error().ok()) {
+    records_error_ = log_.write_error();
   }
+  if (code == 0 && !records_error_.ok()) code = kExitRecordsNotWritten;
   if (!o_.quiet) PrintSummary(code, now, restart_count);
+  return code;
 }
 
 void RunOutputs::PrintSummary(int code, int64_t now, int restart_count) {
-  std::string out = fmt::format("\ntitan run: {} (exit {}) after {:.1f} s, {} restart(s)\n",
-                                code == 0 ? "job finished" : "job stopped", code,
-                                NsToSeconds(now - start_ns_), restart_count);
+  std::string out =
+      fmt::format("\ntitan run: {} (exit {}) after {:.1f} s, {} restart(s)\n",
+                  code == 0 || code == kExitRecordsNotWritten ? "job finished" : "job stopped",
+                  code, NsToSeconds(now - start_ns_), restart_count);
   out += "timeline:\n";
   for (const json& e : log_.recent()) {
     std::string type = e.value("type", "");
@@ -184,7 +191,20 @@ void RunOutputs::PrintSummary(int code, int64_t now, int restart_count) {
     out += fmt::format("  {:>7.1f}s  {}\n", e.value("t", 0.0), line);
   }
   out += ledger_.ToTable(now);
-  out += fmt::format("event log: {}\nledger:    {}\n", o_.event_log, o_.ledger_json);
+  // Only files that were written are named as results.
+  const Status& events_error = log_.write_error();
+  out += events_error.ok() ? fmt::format("event log: {}\n", o_.event_log)
+                           : fmt::format("event log: {} is INCOMPLETE: {} lines lost ({})\n",
+                                         o_.event_log, log_.lines_lost(), events_error.message());
+  out += records_error_.ok() || records_error_.message() == events_error.message()
+             ? fmt::format("ledger:    {}\n", o_.ledger_json)
+             : fmt::format("ledger:    NOT WRITTEN ({})\n", records_error_.message());
+  if (!records_error_.ok()) {
+    out += fmt::format(
+        "titan run: its own records could not be written (exit {} when the job itself "
+        "succeeded): free space in or fix --run-dir, --event-log, --ledger-json\n",
+        kExitRecordsNotWritten);
+  }
   std::fputs(out.c_str(), stderr);
 }
 

@@ -53,9 +53,11 @@ class RunOutputs {
   void EndPrefetch();
   // The end of the run (exit code `code`), once the workers are gone: closes the ledger,
   // publishes the last metrics, writes the ledger (event and --ledger-json) and, unless quiet,
-  // the summary on stderr.
-  void Finish(int code, int64_t now, const Assignment& a, uint64_t events_dropped,
-              int restart_count);
+  // the summary on stderr. Returns the exit code: `code`, or kExitRecordsNotWritten when the job
+  // succeeded but titan run's own records (the event log, the ledger) could not be written
+  // whole; the summary then says which and why instead of naming a file that is not there.
+  int Finish(int code, int64_t now, const Assignment& a, uint64_t events_dropped,
+             int restart_count);
 
  private:
   void PrintSummary(int code, int64_t now, int restart_count);
@@ -69,6 +71,7 @@ class RunOutputs {
   std::unique_ptr<checkpoint::CheckpointPrefetch> prefetch_;  // in flight or not yet reported
   int64_t next_metrics_ns_ = 0;
   bool metrics_file_ok_ = true;  // the last --metrics-file write succeeded
+  Status records_error_;         // set by Finish
 };
 
 }  // namespace titan::supervisor

@@ -448,7 +448,7 @@ class Supervisor {
       log_.Write("warning", {{"what", "isolation actions still running at exit"}});
     }
     recovery.ReportIsolations();
-    outputs_.Finish(code, MonoNowNs(), current_, host_.queue().dropped(), restart_count_);
+    code = outputs_.Finish(code, MonoNowNs(), current_, host_.queue().dropped(), restart_count_);
     rdzv_->Leave();
     return code;
   }

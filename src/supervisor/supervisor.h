@@ -26,6 +26,10 @@
 
 namespace titan::supervisor {
 
+// titan run's exit code when the job succeeded but titan run could not write its own records
+// (the event log or the ledger: a full run directory). docs/run.md lists every exit code.
+inline constexpr int kExitRecordsNotWritten = 3;
+
 struct RunOptions {
   std::vector<std::string> command;  // after "--"
   int nproc_per_node = 1;

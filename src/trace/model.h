@@ -125,6 +125,9 @@ std::string_view TraceFormatName(TraceFormat format);
 
 // The largest rank titan takes (ranks are int32 throughout).
 inline constexpr int64_t kMaxRank = INT32_MAX;
+// The largest world size titan takes (2^20 ranks, far past any job): a trace or summary that
+// claims more (10^9) or fewer than one is not believed (issue 37).
+inline constexpr int64_t kMaxWorldSize = int64_t{1} << 20;
 
 struct RankTrace {
   std::string path;

@@ -201,5 +201,41 @@ TEST_F(SplitAnalysis, UnreadableSummariesAreAllNamed) {
             "missing): write it again with titan trace summarize");
 }
 
+// Issue 37: a summary that claims an impossible world size is refused, and ranks that no
+// summary holds are named instead of analysing a partial job without a word. (On the code
+// before, world sizes 0 and 10^9 were read, and a merge of 2 of 3 nodes reported nothing.)
+TEST_F(SplitAnalysis, ImpossibleWorldSizesAreRefusedAndMissingRanksNamed) {
+  std::vector<std::string> s = Summarise({});
+  const std::string text = ReadAll(s[1]);  // rank 2, "world_size":4
+  ASSERT_NE(text.find("\"world_size\":4"), std::string::npos);
+  for (const auto& [claim, why] : std::vector<std::pair<std::string, std::string>>{
+           {"0", "world size 0 is impossible"},
+           {"1000000000", "1000000000 is outside [-1, 1048576]"},
+           {"2", "rank 2 cannot be in a world of 2 ranks"}}) {
+    std::string bad = text;
+    bad.replace(bad.find("\"world_size\":4"), 14, "\"world_size\":" + claim);
+    std::ofstream(s[1]) << bad;
+    std::string error = Error(s);
+    EXPECT_NE(error.find("DIR/summary1.json"), std::string::npos) << error;
+    EXPECT_NE(error.find("ranks[0].world_size: " + why), std::string::npos) << error;
+  }
+  std::ofstream(s[1]) << text;
+
+  Result<AnalysisResult> partial = AnalyzeSummaries({s[0], s[2]}, {});
+  ASSERT_TRUE(partial.ok()) << partial.status().ToString();
+  ASSERT_FALSE(partial->errors.empty());
+  EXPECT_EQ(partial->errors.back(),
+            "rank 2 of world size 4 is in none of the 2 summaries: summarize the traces of the "
+            "node(s) that ran them and analyze all summaries together");
+  Result<AnalysisResult> only_first = AnalyzeSummaries({s[0]}, {});
+  ASSERT_TRUE(only_first.ok());
+  EXPECT_EQ(
+      only_first->errors.back().rfind("ranks 2-3 of world size 4 (2) are in none of the 1 ", 0), 0u)
+      << only_first->errors.back();
+  Result<AnalysisResult> whole = AnalyzeSummaries(s, {});
+  ASSERT_TRUE(whole.ok());
+  for (const std::string& e : whole->errors) EXPECT_EQ(e.find("in none of"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace titan::trace

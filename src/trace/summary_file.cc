@@ -350,8 +350,13 @@ Status ReadRank(const Value& v, RankSummary* s) {
     TITAN_RETURN_IF_ERROR(ReadInRange(m, 0, INT32_MAX, &s->rank));
   }
   {
+    // -1: unknown; else a world that holds this rank, at most kMaxWorldSize.
     TITAN_ASSIGN_OR_RETURN(Value m, Member(v, "world_size"));
-    TITAN_RETURN_IF_ERROR(ReadInRange(m, -1, INT32_MAX, &s->world_size));
+    TITAN_RETURN_IF_ERROR(ReadInRange(m, -1, kMaxWorldSize, &s->world_size));
+    if (s->world_size == 0) return m.Bad("world size 0 is impossible (-1 means unknown)");
+    if (s->world_size > 0 && s->rank >= s->world_size) {
+      return m.Bad(fmt::format("rank {} cannot be in a world of {} ranks", s->rank, s->world_size));
+    }
   }
   TITAN_RETURN_IF_ERROR(ReadMember(v, "path", &s->path));
   {

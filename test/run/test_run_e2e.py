@@ -605,3 +605,38 @@ def test_bad_input_gives_clear_errors(work):
         assert time.time() - t0 < 20
     nocmd = subprocess.run([TITAN, "run"], capture_output=True, text=True, timeout=10)
     assert nocmd.returncode == 2 and "usage" in nocmd.stderr
+
+
+def test_a_run_that_cannot_write_its_records_says_so_and_exits_3(work):
+    """Issue 37: on a full run directory titan run exited 0 and printed `ledger: .../ledger.json`
+    for a file it never wrote. The job's own result is fine, so the exit code says what failed:
+    3, titan run's records (docs/run.md, exit codes). The full disk is a 64 KiB tmpfs filled
+    before the run (as root), else RLIMIT_FSIZE (writes fail with EFBIG, as a full disk does)."""
+    run_dir = os.path.join(work, "full")
+    os.makedirs(run_dir)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", run_dir],
+                             capture_output=True).returncode == 0
+    try:
+        preexec = None
+        if mounted:
+            with open(os.path.join(run_dir, "filler"), "wb", buffering=0) as f:
+                try:
+                    while True:
+                        f.write(b"x" * 4096)
+                except OSError:
+                    pass
+        else:
+            def preexec():
+                import resource
+                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+                resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+        p = subprocess.run([TITAN, "run", "--run-dir", run_dir, "--", "/bin/true"],
+                           capture_output=True, text=True, timeout=60, preexec_fn=preexec)
+        assert p.returncode == 3, p.stderr
+        assert "job finished (exit 3)" in p.stderr, p.stderr
+        assert "ledger:    NOT WRITTEN" in p.stderr, p.stderr
+        assert "its own records could not be written" in p.stderr, p.stderr
+        assert not os.path.exists(os.path.join(run_dir, "ledger.json"))
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", run_dir])

@@ -10,13 +10,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "src/base/backoff.h"
 #include "src/base/clock.h"
 #include "src/base/duration.h"
 #include "src/base/json_depth.h"
 #include "src/base/json_text.h"
+#include "src/base/listing_guard.h"
+#include "src/base/text.h"
 #include "src/cluster/k8s/cordon.h"
 #include "src/cluster/k8s/llmjob.h"
 #include "src/cluster/k8s/manifests.h"
+#include "src/cluster/k8s/names.h"
 #include "src/cluster/k8s/node_patch.h"
 #include "src/cluster/k8s/objects.h"
 #include "src/cluster/k8s/reconcile.h"
@@ -55,24 +59,27 @@ class Informer {
         wakeup_(wakeup) {}
 
   void Run(const std::atomic<bool>& stop) {
-    std::mt19937_64 jitter(std::random_device{}());
-    int64_t backoff_ns = options_.first_backoff_ns;
+    Backoff backoff(options_.first_backoff_ns, options_.max_backoff_ns);
     while (!stop.load()) {
-      Status status = resource_version_.empty() ? List() : Watch();
+      const bool listing = resource_version_.empty();
+      const int64_t started_ns = MonoNowNs();
+      Status status = listing ? List() : Watch();
       if (stop.load()) break;
-      if (status.ok()) {
-        backoff_ns = options_.first_backoff_ns;
+      if (status.ok() && listing) continue;  // watch from the list's resourceVersion at once
+      if (status.ok() && MonoNowNs() - started_ns >= options_.max_backoff_ns) {
+        backoff.Reset();  // a watch that lasted: the server is healthy, watch again at once
         continue;
       }
-      int64_t sleep_ns = std::uniform_int_distribution<int64_t>(backoff_ns / 2, backoff_ns)(jitter);
-      events_->Write("api_error", {{"resource", resource_},
-                                   {"what", resource_version_.empty() ? "list" : "watch"},
-                                   {"error", std::string(status.message())},
-                                   {"retry_in", FormatDurationShort(sleep_ns)}});
-      backoff_ns = std::min(options_.max_backoff_ns, backoff_ns * 2);
-      for (int64_t slept = 0; slept < sleep_ns && !stop.load(); slept += 50'000'000) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      // A failure, a relist after 410, or a watch that ended at once: wait before the next
+      // request, longer each time until a watch lasts.
+      int64_t sleep_ns = backoff.Next();
+      if (!status.ok()) {
+        events_->Write("api_error", {{"resource", resource_},
+                                     {"what", listing ? "list" : "watch"},
+                                     {"error", std::string(status.message())},
+                                     {"retry_in", FormatDurationShort(sleep_ns)}});
       }
+      SleepUnlessStopped(sleep_ns, &stop);
     }
   }
 
@@ -97,14 +104,18 @@ class Informer {
   Status List() {
     std::map<std::string, json> objects;
     std::string continue_token, resource_version;
+    ListingLimits limits;
+    limits.deadline_ns = options_.list_timeout_ns;
+    ListingGuard guard(fmt::format("list {}{}", client_.endpoint().server, path_), limits);
     do {
       std::string path = path_ + "?limit=500";
-      if (!continue_token.empty()) path += "&continue=" + continue_token;
+      if (!continue_token.empty()) path += "&continue=" + QueryValue(continue_token);
       TITAN_ASSIGN_OR_RETURN(std::string body,
                              client_.Call("GET", path, "", "", options_.request_timeout_ns));
       TITAN_ASSIGN_OR_RETURN(
           ListPage page,
           ParseListPage(body, fmt::format("GET {}{}", client_.endpoint().server, path)));
+      TITAN_RETURN_IF_ERROR(guard.Next(page.items.size(), page.continue_token));
       for (json& item : page.items) {
         std::string key = Key(item);  // before the move below
         objects[key] = std::move(item);
@@ -135,7 +146,7 @@ class Informer {
     std::string path = fmt::format(
         "{}?watch=1&allowWatchBookmarks=true&resourceVersion={}"
         "&timeoutSeconds={}",
-        path_, resource_version_, timeout_s);
+        path_, QueryValue(resource_version_), timeout_s);
     std::string origin = fmt::format("watch {}{}", client_.endpoint().server, path_);
     Status failure;
     Status status = client_.Watch(
@@ -276,7 +287,7 @@ class Reconciler {
                            : json();
     if (!parallelism.is_number_integer()) {
       return InvalidArgumentError(fmt::format("{}: a Job without an integer spec.parallelism: '{}'",
-                                              origin, body->substr(0, 120)));
+                                              origin, RemoteText(*body, 120)));
     }
     return parallelism.get<int64_t>();
   }
@@ -289,7 +300,7 @@ class Reconciler {
     request.timeout_ns = options_.request_timeout_ns;
     Result<CordonResult> result = CordonNode(client_, request);
     if (!result.ok()) {
-      state_.CordonFailed(action.node, now_ns);
+      state_.CordonFailed(action.node, now_ns, jitter_(random_));
       events_->Write("cordon_failed", {{"node", action.node},
                                        {"reason", action.reason},
                                        {"error", std::string(result.status().message())}});
@@ -311,7 +322,7 @@ class Reconciler {
     Result<std::string> done = client_.Call("PATCH", JobPath(view.job), JsonText(patch),
                                             kMergePatch, options_.request_timeout_ns);
     if (!done.ok()) {
-      state_.ScaleFailed(action.job, now_ns);
+      state_.ScaleFailed(action.job, now_ns, jitter_(random_));
       events_->Write("scale_failed", {{"job", action.job},
                                       {"from", action.from},
                                       {"to", action.to},
@@ -361,6 +372,8 @@ class Reconciler {
   const ControllerOptions& options_;
   EventLog* events_;
   ReconcileState state_;
+  std::mt19937_64 random_{std::random_device{}()};
+  std::uniform_real_distribution<double> jitter_{0.0, 1.0};
   std::map<std::string, std::string> invalid_;  // job name -> last error said
   std::map<std::string, int64_t> last_scale_ns_;
   std::map<std::string, int64_t> status_retry_at_ns_;

@@ -134,7 +134,7 @@ int K8sCommand(int argc, char** argv) {
       "controller", "watch Nodes and LLMJobs; cordon reported nodes; resize jobs");
   ControllerOptions controller_options;
   std::string event_log = "-", resync = "1s", request_timeout = "10s", watch_timeout = "60s",
-              run_for, log_level = "info";
+              list_timeout = "2m", run_for, log_level = "info";
   controller->add_option("--namespace", controller_options.namespace_,
                          "LLMJobs of this namespace only (default: all)");
   controller->add_option("--event-log", event_log, "JSON lines events ('-': stdout)")
@@ -145,17 +145,31 @@ int K8sCommand(int argc, char** argv) {
   controller->add_option("--request-timeout", request_timeout, "bound of each API request")
       ->check(DurationCheck())
       ->capture_default_str();
-  controller->add_option("--watch-timeout", watch_timeout, "a watch is renewed after this")
+  controller
+      ->add_option("--watch-timeout", watch_timeout,
+                   "a watch is renewed after this (and dropped when silent this long plus "
+                   "--request-timeout)")
+      ->check(DurationCheck())
+      ->capture_default_str();
+  controller->add_option("--list-timeout", list_timeout, "bound of a whole list (all its pages)")
       ->check(DurationCheck())
       ->capture_default_str();
   controller->add_option("--run-for", run_for, "stop after this long (default: until SIGTERM)")
       ->check(DurationCheck());
   controller->add_option("--log-level", log_level, "debug, info, warning, error")
       ->capture_default_str();
+  ApiClientOptions client_options;
   for (CLI::App* sub : {cordon, controller}) {
     sub->add_option("--kubeconfig", kubeconfig,
                     "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
     sub->add_option("--context", context, "kubeconfig context (default: current-context)");
+    sub->add_option("--api-qps", client_options.requests_per_second,
+                    "API requests per second, at most (client-go's default; 0: no limit)")
+        ->check(CLI::Range(0.0, 10000.0))
+        ->capture_default_str();
+    sub->add_option("--api-burst", client_options.burst, "API requests at once after a pause")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
   }
 
   if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
@@ -176,7 +190,7 @@ int K8sCommand(int argc, char** argv) {
 
   Result<ApiEndpoint> endpoint = ResolveEndpoint(kubeconfig, context);
   if (!endpoint.ok()) return Fail(endpoint.status());
-  ApiClient client(*endpoint, &g_stop);
+  ApiClient client(*endpoint, &g_stop, client_options);
   if (cordon->parsed()) {
     if (request.pod_namespace.empty()) request.pod_namespace = endpoint->namespace_;
     request.timeout_ns = Ns(timeout);
@@ -211,6 +225,7 @@ int K8sCommand(int argc, char** argv) {
   controller_options.resync_ns = Ns(resync);
   controller_options.request_timeout_ns = Ns(request_timeout);
   controller_options.watch_timeout_ns = Ns(watch_timeout);
+  controller_options.list_timeout_ns = Ns(list_timeout);
   if (!run_for.empty()) controller_options.run_for_ns = Ns(run_for);
   EventLog events;
   if (Status opened = events.Open(event_log); !opened.ok()) return Fail(opened);

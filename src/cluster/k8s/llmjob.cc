@@ -8,6 +8,7 @@
 #include "src/base/json_text.h"
 #include "src/base/text.h"
 #include "src/base/yaml_json.h"
+#include "src/cluster/k8s/names.h"
 
 namespace titan::k8s {
 
@@ -92,6 +93,10 @@ Result<LlmJob> ParseLlmJob(const json& object, std::string_view origin) {
   }
   if (metadata.contains("namespace") && metadata["namespace"].is_string()) {
     job.namespace_ = metadata["namespace"].get<std::string>();
+    // It goes into API paths (the Job, the status subresource).
+    if (Status label = CheckLabelName(job.namespace_, "namespace"); !label.ok()) {
+      return FieldError(origin, "metadata.namespace", label.message());
+    }
   }
   if (metadata.contains("resourceVersion") && metadata["resourceVersion"].is_string()) {
     job.resource_version = metadata["resourceVersion"].get<std::string>();

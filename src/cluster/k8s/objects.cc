@@ -16,8 +16,7 @@ Result<json> ParseJson(std::string_view text, std::string_view origin) {
   TITAN_RETURN_IF_ERROR(CheckJsonDepth(text, origin));
   json value = json::parse(text, nullptr, false);
   if (value.is_discarded()) {
-    std::string head(text.substr(0, 80));
-    return InvalidArgumentError(fmt::format("{}: not JSON: '{}'", origin, head));
+    return InvalidArgumentError(fmt::format("{}: not JSON: '{}'", origin, RemoteText(text, 80)));
   }
   if (!value.is_object()) return InvalidArgumentError(fmt::format("{}: not a JSON object", origin));
   return value;

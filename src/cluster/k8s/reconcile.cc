@@ -16,8 +16,10 @@ using nlohmann::json;
 
 constexpr int64_t kSecondNs = 1'000'000'000;
 
-int64_t Backoff(int failures) {
-  return std::min<int64_t>(60 * kSecondNs, kSecondNs << std::min(failures - 1, 6));
+int64_t FailureDelay(int failures, double jitter) {
+  int64_t step = std::min<int64_t>(60 * kSecondNs, kSecondNs << std::min(failures - 1, 6));
+  return step / 2 +
+         static_cast<int64_t>(static_cast<double>(step / 2) * std::clamp(jitter, 0.0, 1.0));
 }
 
 std::string WhyUnusable(const NodeView& node) {
@@ -44,8 +46,8 @@ void ReconcileState::CordonSucceeded(const std::string& node, int64_t now_ns) {
   cordon_retry_at_ns[node] = now_ns + 5 * kSecondNs;
 }
 
-void ReconcileState::CordonFailed(const std::string& node, int64_t now_ns) {
-  cordon_retry_at_ns[node] = now_ns + Backoff(++cordon_failures[node]);
+void ReconcileState::CordonFailed(const std::string& node, int64_t now_ns, double jitter) {
+  cordon_retry_at_ns[node] = now_ns + FailureDelay(++cordon_failures[node], jitter);
 }
 
 void ReconcileState::ScaleSucceeded(const std::string& job) {
@@ -53,8 +55,8 @@ void ReconcileState::ScaleSucceeded(const std::string& job) {
   scale_retry_at_ns.erase(job);
 }
 
-void ReconcileState::ScaleFailed(const std::string& job, int64_t now_ns) {
-  scale_retry_at_ns[job] = now_ns + Backoff(++scale_failures[job]);
+void ReconcileState::ScaleFailed(const std::string& job, int64_t now_ns, double jitter) {
+  scale_retry_at_ns[job] = now_ns + FailureDelay(++scale_failures[job], jitter);
 }
 
 int64_t Capacity(const std::vector<NodeView>& nodes, int64_t gpus_per_replica) {

@@ -78,9 +78,11 @@ struct ReconcileState {
 
   // A cordon was sent: not again for 5 s (the watch shows the result meanwhile).
   void CordonSucceeded(const std::string& node, int64_t now_ns);
-  void CordonFailed(const std::string& node, int64_t now_ns);
+  // A failed action waits 1 s doubling to 60 s per failure, jittered: `jitter` in [0, 1] picks
+  // the delay in [d/2, d] (the controller draws it at random; 1: the whole step, for tests).
+  void CordonFailed(const std::string& node, int64_t now_ns, double jitter = 1);
   void ScaleSucceeded(const std::string& job);
-  void ScaleFailed(const std::string& job, int64_t now_ns);
+  void ScaleFailed(const std::string& job, int64_t now_ns, double jitter = 1);
 };
 
 // Replicas the usable nodes hold for a job with `gpus_per_replica` GPUs per replica.

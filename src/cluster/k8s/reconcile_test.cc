@@ -146,6 +146,10 @@ TEST(ReconcileTest, FailedActionsBackOff) {
   state.ScaleFailed("default/llm", 0);
   EXPECT_TRUE(Scales(Reconcile(nodes, {Job(4, 1, 4, 4)}, kS / 2, &state)).empty());
   EXPECT_EQ(Scales(Reconcile(nodes, {Job(4, 1, 4, 4)}, kS, &state)).size(), 1u);
+  // Jittered (issue 37): the controller draws the delay in [d/2, d]; at 0 it is half the step.
+  state.ScaleFailed("default/llm", kS, /*jitter=*/0);  // second failure: 2 s -> 1 s
+  EXPECT_TRUE(Scales(Reconcile(nodes, {Job(4, 1, 4, 4)}, 1.9 * kS, &state)).empty());
+  EXPECT_EQ(Scales(Reconcile(nodes, {Job(4, 1, 4, 4)}, 2 * kS, &state)).size(), 1u);
 }
 
 TEST(ReconcileTest, MissingWorkloadIsSaidOnce) {

@@ -36,7 +36,15 @@ Status KinetoImporter::OnMember(std::string_view key, simdjson::dom::element val
     }
     int64_t i;
     std::string_view s;
-    if (!info["world_size"].get_int64().get(i)) out->world_size = static_cast<int>(i);
+    if (!info["world_size"].get_int64().get(i)) {
+      if (i >= 1 && i <= kMaxWorldSize) {
+        out->world_size = static_cast<int>(i);
+      } else {
+        out->warnings.push_back(fmt::format(
+            "distributedInfo.world_size {} is impossible (expected 1..{}); taken as unknown", i,
+            kMaxWorldSize));
+      }
+    }
     if (!info["backend"].get_string().get(s)) out->backend = std::string(s);
   } else if (key == "deviceProperties") {
     simdjson::dom::array devices;
