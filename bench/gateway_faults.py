@@ -386,6 +386,8 @@ def main():
     ap.add_argument("--llama", action="store_true",
                     help="llama-server replicas (LLAMA_SERVER, TITAN_LLAMA_MODEL) instead of "
                          "serve-sim; use with --faults sigstop3s --capacity R")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the work directory (each front end's last event log and log)")
     args = ap.parse_args()
     fronts = [f for f in args.fronts.split(",") if f != "gateway_before" or args.before]
     work = tempfile.mkdtemp(prefix="gwfaults-")
@@ -420,7 +422,10 @@ def main():
               f"{g('hedged', '{:.3f}') if row['front'].startswith('gateway') else '-'} | "
               f"{g('extra_tokens', '{:.3f}') if row['front'] == 'gateway' else '-'} | "
               f"{fmt_spread(det) if det else '-'} |")
-    shutil.rmtree(work, ignore_errors=True)
+    if args.keep:
+        print(f"kept {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -48,9 +48,41 @@ Result<std::vector<std::string>> ExpandTracePaths(const std::vector<std::string>
 AnalysisResult AnalyzeTraces(const std::vector<std::string>& files, const AnalyzeOptions& options) {
   auto start = std::chrono::steady_clock::now();
   AnalysisResult result = AnalyzeRanks(files, options);
+  if (std::optional<std::string> missing = MissingRanks(result.ranks, files.size())) {
+    result.warnings.push_back(*missing);
+  }
   result.cross = AnalyseAcrossRanks(result.ranks, options.top_collectives);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
+}
+
+std::optional<std::string> MissingRanks(const std::vector<RankSummary>& ranks, size_t files) {
+  int world = -1;
+  for (const RankSummary& r : ranks) world = std::max(world, r.world_size);
+  if (world < 0) return std::nullopt;
+  std::string list;
+  int missing = 0, shown = 0;
+  int next = 0;                       // the lowest rank not yet accounted for
+  auto gap = [&](int from, int to) {  // [from, to) missing
+    if (from >= to) return;
+    missing += to - from;
+    if (++shown > 10) return;
+    list += list.empty() ? "" : ", ";
+    list += to - from == 1 ? std::to_string(from) : fmt::format("{}-{}", from, to - 1);
+  };
+  for (const RankSummary& r : ranks) {
+    if (r.rank >= world) continue;  // refused when read; kept out of the count anyway
+    gap(next, r.rank);
+    next = std::max(next, r.rank + 1);
+  }
+  gap(next, world);
+  if (missing == 0) return std::nullopt;
+  return fmt::format(
+      "{} {}{} of world size {} {} in none of the {} files analysed: the results cover the "
+      "ranks analysed only; analyze every rank's trace (or every node's summary) together to "
+      "see them all",
+      missing == 1 ? "rank" : "ranks", list, shown > 10 ? ", ..." : "", world,
+      missing == 1 ? "is" : fmt::format("({}) are", missing), files);
 }
 
 AnalysisResult AnalyzeRanks(const std::vector<std::string>& files, const AnalyzeOptions& options) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,10 @@ struct AnalysisResult {
   std::vector<HtaRankResult> hta;  // by rank, with --hta-compat
   CrossRankResult cross;
   std::vector<std::string> errors;  // one line per file that could not be used
-  uint64_t input_bytes = 0;         // uncompressed JSON analysed
+  // What the results leave out without being wrong: ranks of the world size the traces state
+  // that no file holds (HTA's own test data gives 2 ranks of a 128-rank job). Not an error.
+  std::vector<std::string> warnings;
+  uint64_t input_bytes = 0;  // uncompressed JSON analysed
   double seconds = 0;
 };
 
@@ -40,6 +44,11 @@ struct AnalysisResult {
 Result<std::vector<std::string>> ExpandTracePaths(const std::vector<std::string>& paths);
 
 AnalysisResult AnalyzeTraces(const std::vector<std::string>& files, const AnalyzeOptions& options);
+
+// "ranks 2, 5-7 of world size 8 (4) are in none of the 3 files analysed: ..." when `ranks`
+// (sorted by rank) do not hold every rank of the world size they state; nullopt when they do or
+// none states one. Ranges keep the line short whatever the world size.
+std::optional<std::string> MissingRanks(const std::vector<RankSummary>& ranks, size_t files);
 
 // The per-rank half of AnalyzeTraces: `ranks`, `hta`, `errors` and `input_bytes` exactly as
 // AnalyzeTraces fills them; `cross` is left empty. AnalyzeTraces is AnalyzeRanks followed by

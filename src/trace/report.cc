@@ -277,6 +277,7 @@ void PrintTextReport(const AnalysisResult& r, const TextOptions& o, FILE* out) {
   std::fprintf(out, "titan trace: %zu rank(s), %lld step(s), %.1f MB of trace JSON in %.2f s\n",
                r.ranks.size(), static_cast<long long>(r.cross.steps), mb, r.seconds);
   PrintErrors(r.errors, "error: ", o.full ? r.errors.size() : kTextErrors, out);
+  PrintErrors(r.warnings, "warning: ", o.full ? r.warnings.size() : kTextErrors, out);
   for (const RankSummary& s : r.ranks) {
     for (const std::string& w : s.warnings) {
       std::fprintf(out, "warning: rank %d (%s): %s\n", s.rank, s.path.c_str(), w.c_str());
@@ -445,6 +446,7 @@ std::string JsonReport(const AnalysisResult& r, bool hta_compat) {
   j["input_bytes"] = r.input_bytes;
   j["seconds"] = r.seconds;
   j["errors"] = r.errors;
+  j["warnings"] = r.warnings;
   j["clock"] = r.cross.clock;
   json ranks = json::array();
   auto step_json = [](const StepBreakdown& b) {

@@ -81,37 +81,6 @@ Status CheckSameJob(const std::vector<std::string>& files, const std::vector<Nod
   return OkStatus();
 }
 
-// "ranks 2, 5-7 of world size 8 are in none of the 3 summaries: ..." when the summaries do not
-// hold every rank of the world size they state (`ranks` sorted by rank); nullopt when they do
-// or no rank states one. Ranges keep the line short whatever the world size.
-std::optional<std::string> MissingRanks(const std::vector<RankSummary>& ranks, size_t files) {
-  int world = -1;
-  for (const RankSummary& r : ranks) world = std::max(world, r.world_size);
-  if (world < 0) return std::nullopt;
-  std::string list;
-  int missing = 0, shown = 0;
-  int next = 0;                       // the lowest rank not yet accounted for
-  auto gap = [&](int from, int to) {  // [from, to) missing
-    if (from >= to) return;
-    missing += to - from;
-    if (++shown > 10) return;
-    list += list.empty() ? "" : ", ";
-    list += to - from == 1 ? std::to_string(from) : fmt::format("{}-{}", from, to - 1);
-  };
-  for (const RankSummary& r : ranks) {
-    if (r.rank >= world) continue;  // refused when read; kept out of the count anyway
-    gap(next, r.rank);
-    next = std::max(next, r.rank + 1);
-  }
-  gap(next, world);
-  if (missing == 0) return std::nullopt;
-  return fmt::format(
-      "{} {}{} of world size {} {} in none of the {} summaries: summarize the traces of the "
-      "node(s) that ran them and analyze all summaries together",
-      missing == 1 ? "rank" : "ranks", list, shown > 10 ? ", ..." : "", world,
-      missing == 1 ? "is" : fmt::format("({}) are", missing), files);
-}
-
 // What the caller asked for must be what the summaries hold.
 Status CheckRequestedOptions(const std::string& file, const SummaryFileOptions& have,
                              const MergeOptions& want) {
@@ -209,7 +178,7 @@ Result<AnalysisResult> AnalyzeSummaries(const std::vector<std::string>& files,
   std::sort(result.ranks.begin(), result.ranks.end(),
             [](const RankSummary& a, const RankSummary& b) { return a.rank < b.rank; });
   if (std::optional<std::string> missing = MissingRanks(result.ranks, files.size())) {
-    result.errors.push_back(*missing);
+    result.warnings.push_back(*missing);
   }
   std::sort(result.hta.begin(), result.hta.end(),
             [](const HtaRankResult& a, const HtaRankResult& b) { return a.rank < b.rank; });

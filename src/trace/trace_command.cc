@@ -215,6 +215,7 @@ int TraceCommand(int argc, char** argv) {
       result = trace::AnalyzeTraces(*files, options);
     }
     trace::PrintErrors(result.errors, "titan trace: ", trace::kTextErrors, stderr);
+    trace::PrintErrors(result.warnings, "titan trace: warning: ", trace::kTextErrors, stderr);
     const std::string result_json =
         json || !report_path.empty() ? trace::JsonReport(result, hta_compat) : "";
     if (json) {

@@ -397,7 +397,7 @@ def test_gateway_report(work, gateway_log):
     data = page_data(out)
     section = data["sections"][0]
     assert section["title"].startswith("Gateway: 3 replicas"), section["title"]
-    plot = next(b for b in section["blocks"] if b.get("title", "").startswith("Shed and retried"))
+    plot = next(b for b in section["blocks"] if b.get("title", "").startswith("Shed, retried and hedged"))
     assert sum(v for v in plot["data"][1] if v) > 0, "no shed request counted"
     assert any(m["label"].startswith("eject ") for m in plot["marks"]), plot["marks"]
     check_page(out, "gateway", min_plots=1)
