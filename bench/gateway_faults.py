@@ -17,8 +17,9 @@ every time) has a fault, sent through serve-sim's POST /admin/fault:
   crash                        the process kills itself (SIGKILL); the script restarts it on the
                                same port 3 s later;
   issue                        the issue's own case: stalls of 3 s at 6 s and at 16 s.
-Offered load is a fraction of the three replicas' capacity, measured first (closed loop, 24
-users, one per seat, through nginx round robin; --capacity R skips it).
+Offered load is a fraction of the three replicas' capacity, measured first (closed loop, one
+user per seat: 24 for serve-sim, 12 for llama-server; through nginx round robin; --capacity R
+skips it).
 
 Per cell: TTFT p50/p99 and E2E p99 of the answered requests, goodput at a 500 ms TTFT SLO (the
 fraction of planned requests answered with TTFT <= 500 ms: a 429, 503 or error is a miss), the
@@ -31,7 +32,7 @@ min-max spread.
 
   /usr/bin/python3 bench/gateway_faults.py --titan build/release/tools/titan/titan \
       --before /tmp/titan-before [--repeats 3] [--duration 20] [--faults ...] [--loads ...]
-  /usr/bin/python3 bench/gateway_faults.py --llama --faults sigstop3s --capacity 30 --loads 0.8
+  /usr/bin/python3 bench/gateway_faults.py --llama --faults sigstop3s --loads 0.8
       (llama-server replicas, --parallel 4, one stopped with SIGSTOP for 3 s at 6 s and 16 s;
       needs LLAMA_SERVER and TITAN_LLAMA_MODEL: eval "$(bash scripts/llama_server.sh)")
 """
@@ -345,10 +346,12 @@ def cell(args, fault, load, repeat, fronts, capacity, work):
 
 
 def measure_capacity(args, work):
-    replicas = [SimReplica(args.titan, free_port(), work, f"cap{i}") for i in range(3)]
+    seats = 12 if args.llama else 24
+    replicas = [LlamaReplica(free_port(), work, f"cap{i}") if args.llama
+                else SimReplica(args.titan, free_port(), work, f"cap{i}") for i in range(3)]
     front = Front("nginx_rr", replicas, work, args.titan, args.before)
     recs = os.path.join(work, "capacity.jsonl")
-    subprocess.run([args.titan, "load", "--url", front.url, "--users", "24", "--duration", "10s",
+    subprocess.run([args.titan, "load", "--url", front.url, "--users", str(seats), "--duration", "10s",
                     "--input-tokens", "64", "--output-tokens", "32", "--records", recs, "-q"],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     with open(recs) as f:
@@ -385,7 +388,7 @@ def main():
     ap.add_argument("--json", default="", help="write every cell's numbers here")
     ap.add_argument("--llama", action="store_true",
                     help="llama-server replicas (LLAMA_SERVER, TITAN_LLAMA_MODEL) instead of "
-                         "serve-sim; use with --faults sigstop3s --capacity R")
+                         "serve-sim; use with --faults sigstop3s")
     ap.add_argument("--keep", action="store_true",
                     help="keep the work directory (each front end's last event log and log)")
     args = ap.parse_args()
@@ -394,10 +397,8 @@ def main():
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()}; "
           f"{subprocess.run(['nginx', '-v'], capture_output=True, text=True).stderr.strip()}")
     print(f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; work {work}")
-    if args.llama and not args.capacity:
-        sys.exit("--llama needs --capacity (requests/s of the three llama-servers)")
     capacity = args.capacity or measure_capacity(args, work)
-    print(f"capacity of 3 serve-sim replicas (64 in, 32 out, 8 seqs each): {capacity:.1f} req/s",
+    print(f"capacity of 3 {'llama-server replicas (64 in, 32 out, 4 slots' if args.llama else 'serve-sim replicas (64 in, 32 out, 8 seqs'} each): {capacity:.1f} req/s",
           flush=True)
     table = []
     for fault in args.faults.split(","):
