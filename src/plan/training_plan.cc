@@ -86,10 +86,11 @@ class Search {
     return sim::ExpectedWallSeconds(ComputeSeconds(gpus), DalyInterval(gpus), Stall(), recovery,
                                     JobMtbf(gpus));
   }
-  // The repair backlog's 99.9% quantile (normal approximation of its Poisson), plus one.
+  // The repair backlog's 99.9% quantile (normal approximation of its Poisson), plus one, at
+  // the highest rate stratum (a bad month must not run out of spares).
   int64_t InitialSpares(int64_t gpus) const {
-    const double backlog =
-        hardware_rate_ * static_cast<double>(gpus / job_.gpus_per_node) * fleet_.repair_seconds;
+    const double backlog = hardware_rate_ * multipliers_.back() *
+                           static_cast<double>(gpus / job_.gpus_per_node) * fleet_.repair_seconds;
     return static_cast<int64_t>(std::ceil(backlog + 3.09 * std::sqrt(backlog))) + 1;
   }
 
@@ -269,8 +270,14 @@ Result<TrainingPlan> PlanTraining(const TrainingJob& job, const FleetFailures& f
     best = p;
     if (k == max_units) break;
   }
+  auto describe_size = [&](const PlanPoint& p) {
+    plan.compute_days_at_best = search.ComputeSeconds(p.gpus) / kDay;
+    plan.node_failures_per_day =
+        search.node_rate() * static_cast<double>(p.gpus / job.gpus_per_node) * kDay;
+  };
   if (pass < 0) {
     plan.best = best;
+    describe_size(best);
     plan.verdict = fmt::format(
         "no size up to {} GPUs finishes by the deadline with probability {:.2f} (the best tried "
         "finishes with {:.2f}); move the deadline, raise --max-gpus, or make checkpoints and "
@@ -331,9 +338,7 @@ Result<TrainingPlan> PlanTraining(const TrainingJob& job, const FleetFailures& f
   }
   plan.best = best;
   plan.feasible = passes(best);
-  plan.compute_days_at_best = search.ComputeSeconds(best.gpus) / kDay;
-  plan.node_failures_per_day =
-      search.node_rate() * static_cast<double>(best.gpus / job.gpus_per_node) * kDay;
+  describe_size(best);
   plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   plan.verdict = plan.feasible
                      ? fmt::format(
