@@ -136,7 +136,7 @@ std::string FormatServingPlan(const ServingPlan& plan, const Capacity& capacity,
                        fleet::FormatTime(s.time_seconds), s.peak_demand, s.mean_demand, s.needed,
                        s.spare, s.total, 100 * s.utilisation);
   }
-  if (every > 1) out += fmt::format("  (every {}th step shown; --json has all)\n", every);
+  if (every > 1) out += fmt::format("  (one step in {} shown; --json has all)\n", every);
   out += fmt::format(
       "\nplan      {} replicas at most, {:.1f} on average ({} GPUs each) over {}; utilisation "
       "{:.1f}%\n",
