@@ -13,6 +13,8 @@ PACKAGES=(
   # titan predict: gradient-boosted survival models; R's survival package as the reference its
   # tests compare with (6 packages with --no-install-recommends, about 10 s on a fresh machine)
   libxgboost-dev r-cran-survival
+  # titan plan: R's forecast package, which plan_cli_test's R comparison runs on the same origins
+  r-cran-forecast
   # the one HTTP stack (src/http): Boost.Asio + Beast, header-only, with C++20 coroutines
   libboost1.81-dev
   # Python side: the module is built for Debian's interpreter, which has PyTorch

@@ -9,6 +9,7 @@
 #include "src/demo/demo_command.h"
 #include "src/gateway/gateway_command.h"
 #include "src/load/load_command.h"
+#include "src/plan/plan_command.h"
 #include "src/predict/predict_command.h"
 #include "src/report/report.h"
 #include "src/serve_sim/serve_sim_command.h"
@@ -36,6 +37,8 @@ constexpr Subcommand kSubcommands[] = {
     {"sim", "project failures, checkpoints and scaling to 10k-100k GPUs", titan::SimCommand},
     {"predict", "failure risk per GPU/node from a fleet's history: survival, risk, backtest",
      titan::PredictCommand},
+    {"plan", "capacity plans: 30-day demand forecasts with intervals, training and serving plans",
+     titan::PlanCommand},
     {"trace", "analyse multi-rank PyTorch profiler traces; merge agent telemetry",
      titan::TraceCommand},
     {"gateway", "OpenAI-compatible proxy: admission, limits, routing, batching, ejection",

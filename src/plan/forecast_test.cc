@@ -1,0 +1,197 @@
+// The forecasters and the backtest: accuracy and calibration on series with a known law,
+// robustness to gaps, outliers and idle stretches, and the scores computed by hand.
+#include <cmath>
+#include <random>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "src/plan/backtest.h"
+#include "src/plan/forecast.h"
+#include "src/plan/seasonality.h"
+
+namespace titan::plan {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kStartSeconds = 1588291200;
+
+// Hourly demand: a daily cycle of amplitude 20 around a level that reverts (AR(1), phi 0.9 per
+// hour) plus noise; 35 days.
+RegularSeries Synthetic(uint64_t seed, size_t days = 35) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> shock(0, 4);
+  RegularSeries s;
+  s.name = "synthetic";
+  s.start_seconds = kStartSeconds;
+  s.step_seconds = 3600;
+  double deviation = 0;
+  for (size_t t = 0; t < days * 24; ++t) {
+    deviation = 0.9 * deviation + shock(rng);
+    s.values.push_back(100 + 20 * std::sin(2 * M_PI * static_cast<double>(t % 24) / 24) +
+                       deviation);
+  }
+  return s;
+}
+
+const ModelScore& ScoreOf(const BacktestResult& r, const std::string& model) {
+  for (const ModelScore& s : r.scores) {
+    if (s.model == model) return s;
+  }
+  ADD_FAILURE() << "no model " << model;
+  return r.scores.front();
+}
+
+TEST(TitanModelTest, BeatsSeasonalNaiveAndIsCalibratedOnAKnownLaw) {
+  const RegularSeries s = Synthetic(7);
+  BacktestOptions o;
+  o.horizon_steps = 24;
+  o.origins = 20;
+  auto r = RunBacktest(s, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const ModelScore& titan = ScoreOf(*r, "titan");
+  const ModelScore& naive = ScoreOf(*r, "seasonal_naive");
+  EXPECT_LT(titan.mase, 0.85 * naive.mase);
+  EXPECT_LT(titan.pinball.at(0.95), naive.pinball.at(0.95));
+  EXPECT_NEAR(titan.coverage.at("0.9"), 0.9, 0.06);
+  EXPECT_NEAR(titan.calibration.at(0.5), 0.5, 0.12);
+}
+
+TEST(TitanModelTest, GapsOutliersAndAnIdleDayLeaveFiniteOrderedNonNegativeQuantiles) {
+  RegularSeries s = Synthetic(3, 21);
+  for (size_t t = 100; t < 130; ++t) s.values[t] = kNaN;  // a gap
+  for (size_t t = 200; t < 224; ++t) s.values[t] = 0;     // an idle (or lost) day
+  s.values[300] = 1e6;                                    // an outlier
+  auto f = MakeForecaster("titan")->Predict(s, 168, {0.05, 0.5, 0.95, 0.99});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  for (size_t h = 0; h < 168; ++h) {
+    for (size_t q = 0; q < 4; ++q) {
+      ASSERT_TRUE(std::isfinite(f->quantiles[q][h]));
+      EXPECT_GE(f->quantiles[q][h], 0);
+      if (q > 0) {
+        EXPECT_LE(f->quantiles[q - 1][h], f->quantiles[q][h]);
+      }
+    }
+    // The outlier and the idle day barely move the forecast: it stays near the series' level.
+    EXPECT_GT(f->point[h], 40);
+    EXPECT_LT(f->point[h], 160);
+  }
+}
+
+TEST(TitanModelTest, AnAllZeroSeriesForecastsZero) {
+  RegularSeries s;
+  s.step_seconds = 600;
+  s.values.assign(2000, 0.0);
+  auto f = MakeForecaster("titan")->Predict(s, 144, {0.05, 0.5, 0.95});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  for (size_t h = 0; h < 144; ++h) {
+    EXPECT_EQ(f->point[h], 0);
+    EXPECT_EQ(f->quantiles[2][h], 0);
+  }
+}
+
+TEST(TitanModelTest, TooShortAHistorySaysHowMuchIsNeeded) {
+  RegularSeries s;
+  s.step_seconds = 60;
+  s.values = {1, 2, 3};
+  auto f = MakeForecaster("titan")->Predict(s, 10, {0.5});
+  ASSERT_FALSE(f.ok());
+  EXPECT_THAT(std::string(f.status().message()), HasSubstr("at least 8 observed steps"));
+}
+
+TEST(SeasonalNaiveTest, RepeatsTheLastDay) {
+  RegularSeries s;
+  s.step_seconds = 3600 * 6;  // four steps a day
+  s.values = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  auto f = MakeForecaster("seasonal_naive")->Predict(s, 6, {0.5});
+  ASSERT_TRUE(f.ok());
+  EXPECT_THAT(f->point, ::testing::ElementsAre(7, 8, 9, 10, 7, 8));
+}
+
+TEST(SeasonalityTest, FitsADailyCycleThroughAnOutlier) {
+  std::vector<double> residual;
+  for (int t = 0; t < 24 * 14; ++t) residual.push_back(10 * std::cos(2 * M_PI * (t % 24) / 24.0));
+  residual[50] = 5000;
+  const SeasonalProfile p =
+      SeasonalProfile::Fit(residual, kStartSeconds, 3600, CyclesFor(3600, residual.size()), 1e9);
+  for (int t = 0; t < 24; ++t) {
+    EXPECT_NEAR(p.At(kStartSeconds + 3600.0 * t), 10 * std::cos(2 * M_PI * t / 24.0), 0.05);
+  }
+  EXPECT_EQ(CyclesFor(3600, 24 * 13).size(), 1u);  // a week needs two weeks of history
+  EXPECT_EQ(CyclesFor(3600, 24 * 14).size(), 2u);
+  EXPECT_TRUE(CyclesFor(7 * 86400, 100).empty());
+}
+
+// The scores by hand: two origins of a 3-step horizon on a known series.
+TEST(BacktestTest, ScoresAsDefined) {
+  RegularSeries s;
+  s.name = "s";
+  s.step_seconds = 86400 / 2;  // two steps a day: MASE's period is 2 steps
+  s.values = {1, 3, 2, 4, 0, 0, 5, 7, 6, 8};
+  BacktestResult r;
+  r.season_steps = 2;
+  r.horizon_steps = 2;
+  r.origins = {4, 6};
+  r.origin_times = {0, 0};
+  r.levels = {0.05, 0.5, 0.95};
+  std::vector<OriginForecast> f(2);
+  f[0] = {4, {0, 1}, {{0.05, {0, 0}}, {0.5, {0, 1}}, {0.95, {1, 1}}}};
+  f[1] = {6, {5, 5}, {{0.05, {4, 4}}, {0.5, {5, 5}}, {0.95, {6, 6}}}};
+  ASSERT_TRUE(ScoreExternal(s, "m", f, &r).ok());
+  const ModelScore& m = r.scores.back();
+  // Origin 4: in-sample |y_t - y_{t-2}| over t = 2, 3: 1, 1 -> scale 1; MAE (0 + 1) / 2.
+  // Origin 6: t = 2..5: 1, 1, 2, 4 -> scale 2; MAE (0 + 2) / 2 = 1 -> 0.5. Mean 0.5.
+  EXPECT_DOUBLE_EQ(m.mase, 0.5);
+  // sMAPE: origin 4: 0/0 -> 0, 200 * 1 / 1 = 200 -> 100; origin 6: 0, 200 * 2 / 12 -> 16.67.
+  EXPECT_NEAR(m.smape, (100 + 200.0 / 12) / 2, 1e-9);
+  // Coverage of [q05, q95]: (0 in [0,1]) yes, (0 in [0,1]) yes, 5 in [4,6] yes, 7 no -> 3/4.
+  EXPECT_DOUBLE_EQ(m.coverage.at("0.9"), 0.75);
+  // Pinball at 0.95: errors y - f: 0-1, 0-1, 5-6, 7-6 -> 0.05, 0.05, 0.05, 0.95 -> mean 0.275.
+  EXPECT_NEAR(m.pinball.at(0.95), 0.275, 1e-12);
+  const nlohmann::json j = BacktestJson(r);
+  EXPECT_EQ(j["default_model"], "titan");
+  EXPECT_TRUE(j["models"]["m"]["pinball"].contains("0.95"));
+  EXPECT_TRUE(j["models"]["m"]["coverage"].contains("0.9"));
+}
+
+TEST(BacktestTest, OriginsNeedRoomAndSaySo) {
+  RegularSeries s;
+  s.step_seconds = 3600;
+  s.values.assign(50, 1.0);
+  BacktestOptions o;
+  o.horizon_steps = 24;
+  o.origins = 14;
+  o.min_train_steps = 20;
+  auto origins = BacktestOrigins(s, o);
+  ASSERT_FALSE(origins.ok());
+  EXPECT_THAT(std::string(origins.status().message()), HasSubstr("fewer --origins"));
+  o.origins = 7;
+  origins = BacktestOrigins(s, o);
+  ASSERT_TRUE(origins.ok());
+  EXPECT_EQ(origins->front(), 20u);
+  EXPECT_EQ(origins->back(), 26u);  // the last leaves exactly one horizon
+}
+
+TEST(BacktestTest, ExternalForecastsAreReadInOrder) {
+  auto f = ReadExternalForecasts(
+      "model,origin,h,point,0.05,0.95\nr_stlf,10,1,5,4,6\nr_stlf,10,2,5.5,4,7\n", "r.csv");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const OriginForecast& o = f->at("r_stlf").front();
+  EXPECT_EQ(o.origin, 10u);
+  EXPECT_THAT(o.point, ::testing::ElementsAre(5, 5.5));
+  EXPECT_THAT(o.quantiles.at(0.95), ::testing::ElementsAre(6, 7));
+  auto gap = ReadExternalForecasts("model,origin,h,point\nm,1,2,5\n", "r.csv");
+  ASSERT_FALSE(gap.ok());
+  EXPECT_THAT(std::string(gap.status().message()), HasSubstr("r.csv:2: step 2"));
+}
+
+TEST(NormalQuantileTest, MatchesKnownValues) {
+  EXPECT_NEAR(NormalQuantile(0.5), 0, 1e-12);
+  EXPECT_NEAR(NormalQuantile(0.95), 1.6448536269514722, 1e-10);
+  EXPECT_NEAR(NormalQuantile(0.01), -2.3263478740408408, 1e-10);
+}
+
+}  // namespace
+}  // namespace titan::plan

@@ -1,0 +1,54 @@
+// The robust pieces of titan's forecaster: a running median (the local level) and a seasonal
+// profile of daily and weekly cycles fitted as Fourier terms by iteratively reweighted least
+// squares (Tukey's bisquare, so outliers such as a day of zeros from an outage barely move it),
+// with weights that halve every `half_life_steps` into the past (so that the profile follows a
+// cycle that changes).
+//
+// Phases are taken from absolute time (seconds since the epoch / the period), so a profile
+// fitted on one stretch of a series evaluates on any other.
+//
+// Thread safety: pure functions; SeasonalProfile is immutable after fitting.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace titan::plan {
+
+// The median of values[max(0, i - half) .. min(end, i + half + 1)) for each i < end, NaN
+// values left out (NaN where a window holds none). Only values[0, end) are read, so the
+// result at i uses nothing after end (no look-ahead for an origin at `end`).
+std::vector<double> RunningMedian(const std::vector<double>& values, size_t end, size_t half);
+// The median of the values in [lo, hi) that are not NaN (NaN when none).
+double WindowMedian(const std::vector<double>& values, size_t lo, size_t hi);
+
+// The seasonal cycles worth fitting for a series of `step_seconds` with `history_steps` of
+// history: one day and one week, each when it is a whole number >= 4 of steps and the history
+// covers at least two of it.
+struct Cycle {
+  double period_seconds = 0;
+  int harmonics = 0;  // Fourier pairs
+};
+std::vector<Cycle> CyclesFor(double step_seconds, size_t history_steps);
+
+class SeasonalProfile {
+ public:
+  SeasonalProfile() = default;  // no seasonality: evaluates to 0
+
+  // Fits sum over cycles of Fourier terms to `residual` (the series minus its level; NaN are
+  // left out) at times start_seconds + i * step_seconds, i < residual.size().
+  static SeasonalProfile Fit(const std::vector<double>& residual, double start_seconds,
+                             double step_seconds, const std::vector<Cycle>& cycles,
+                             double half_life_steps);
+
+  // The profile at a time (0 without cycles).
+  double At(double time_seconds) const;
+  bool empty() const { return coefficients_.empty(); }
+
+ private:
+  std::vector<Cycle> cycles_;
+  std::vector<double> coefficients_;  // sin, cos per harmonic per cycle
+};
+
+}  // namespace titan::plan

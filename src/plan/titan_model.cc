@@ -1,0 +1,299 @@
+#include "src/plan/titan_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "src/base/duration.h"
+#include "src/plan/seasonality.h"
+
+namespace titan::plan {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// The seasonal profile's weights halve every two weeks into the past.
+constexpr double kSeasonHalfLifeSeconds = 14 * kDaySeconds;
+
+struct Params {
+  double gamma = 1;         // share of the seasonal profile used
+  size_t window = 0;        // steps of the level's median (the whole history when >= origin)
+  double half_life = kInf;  // steps; 0: the level at once; infinite: the last value persists
+};
+
+// What the forecast at one origin needs: the seasonal profile over the history and horizon.
+struct OriginFit {
+  size_t origin = 0;             // values[0, origin) are known
+  std::vector<double> seasonal;  // S at t < origin + horizon
+  bool has_cycles = false;
+};
+
+double Decay(double steps_ahead, double half_life) {
+  if (half_life == 0) return 0;
+  if (std::isinf(half_life)) return 1;
+  return std::exp2(-steps_ahead / half_life);
+}
+
+OriginFit FitAt(const RegularSeries& s, size_t origin, size_t horizon,
+                const std::vector<double>& full_median, size_t half) {
+  OriginFit fit;
+  fit.origin = origin;
+  const std::vector<double>& y = s.values;
+  // The level: the running median, its last `half` values from what is known at the origin.
+  std::vector<double> residual(origin);
+  for (size_t t = 0; t < origin; ++t) {
+    double level = full_median[t];
+    if (t + half >= origin) level = WindowMedian(y, t >= half ? t - half : 0, origin);
+    residual[t] = y[t] - level;  // NaN when either is
+  }
+  const std::vector<Cycle> cycles = CyclesFor(s.step_seconds, origin);
+  fit.has_cycles = !cycles.empty();
+  const SeasonalProfile profile =
+      SeasonalProfile::Fit(residual, s.start_seconds, s.step_seconds, cycles,
+                           std::max(2.0, kSeasonHalfLifeSeconds / s.step_seconds));
+  fit.seasonal.resize(origin + horizon);
+  for (size_t t = 0; t < fit.seasonal.size(); ++t) fit.seasonal[t] = profile.At(s.TimeAt(t));
+  return fit;
+}
+
+// The level and the last value of a = y - gamma S before the origin, for each window.
+struct State {
+  double last = kNaN;
+  std::vector<double> level;  // per window
+};
+
+State StateAt(const std::vector<double>& y, const OriginFit& fit, double gamma,
+              const std::vector<size_t>& windows) {
+  State st;
+  const size_t o = fit.origin;
+  std::vector<double> a(o);
+  for (size_t t = 0; t < o; ++t) a[t] = y[t] - gamma * fit.seasonal[t];
+  for (size_t t = o; t-- > 0;) {
+    if (!std::isnan(a[t])) {
+      st.last = a[t];
+      break;
+    }
+  }
+  for (size_t w : windows) st.level.push_back(WindowMedian(a, o > w ? o - w : 0, o));
+  return st;
+}
+
+double PointAt(const OriginFit& fit, double gamma, double level, double last, double half_life,
+               size_t h) {
+  return gamma * fit.seasonal[fit.origin + h] + level + (last - level) * Decay(h + 1.0, half_life);
+}
+
+// Powers of two from `from` while below `limit`.
+std::vector<size_t> Doublings(size_t from, size_t limit) {
+  std::vector<size_t> out;
+  for (size_t v = from; v < limit; v *= 2) out.push_back(v);
+  return out;
+}
+
+std::string Steps(double steps, double step_seconds) {
+  if (std::isinf(steps)) return "never";
+  if (steps == 0) return "at once";
+  return FormatDurationShort(static_cast<int64_t>(steps * step_seconds * 1e9));
+}
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  // Linear interpolation between order statistics (R's type 7).
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+}  // namespace
+
+Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int64_t horizon_steps,
+                                          const std::vector<double>& levels) const {
+  if (horizon_steps < 1) return InvalidArgumentError("the horizon must be at least one step");
+  const size_t horizon = static_cast<size_t>(horizon_steps);
+  // The history used: the last kMaxHistorySeconds, or four horizons.
+  RegularSeries s = full_history;
+  const size_t keep = static_cast<size_t>(
+      std::max(kMaxHistorySeconds / s.step_seconds, 4.0 * static_cast<double>(horizon)));
+  if (s.values.size() > keep) {
+    const size_t drop = s.values.size() - keep;
+    s.values.erase(s.values.begin(), s.values.begin() + static_cast<ptrdiff_t>(drop));
+    s.start_seconds += static_cast<double>(drop) * s.step_seconds;
+  }
+  while (!s.values.empty() && std::isnan(s.values.back())) s.values.pop_back();
+  const size_t n = s.values.size();
+  const size_t observed = s.Observed();
+  if (observed < kMinHistorySteps) {
+    return InvalidArgumentError(
+        fmt::format("titan's model needs at least {} observed steps of history; the series has {}",
+                    kMinHistorySteps, observed));
+  }
+  const std::vector<double>& y = s.values;
+  bool non_negative = true;
+  for (double v : y) non_negative = non_negative && !(v < 0);
+
+  const double steps_per_day = kDaySeconds / s.step_seconds;
+  const size_t half = std::max<size_t>(1, static_cast<size_t>(steps_per_day / 2));
+  const std::vector<double> full_median = RunningMedian(y, n, half);
+
+  // The grid: levels over 4, 8, ... steps and the whole history; half-lives 0, 1, 2, 4 ...
+  // steps and infinite; gamma 0, 1/2, 1 when there is a cycle.
+  std::vector<size_t> windows = Doublings(4, n);
+  windows.push_back(n);  // the whole history (clipped to each origin)
+  std::vector<double> half_lives = {0};
+  for (size_t v : Doublings(1, 2 * std::max(n, horizon))) half_lives.push_back(v);
+  half_lives.push_back(kInf);
+
+  // Inner origins in the last two thirds of the history.
+  const size_t first = std::max(kMinHistorySteps, n / 3);
+  std::vector<OriginFit> fits;
+  if (first + 1 < n) {
+    const size_t count = std::min<size_t>(kInnerOrigins, n - first);
+    for (size_t k = 0; k < count; ++k) {
+      const size_t o = first + (count == 1 ? 0 : k * (n - 1 - first) / (count - 1));
+      if (!fits.empty() && fits.back().origin == o) continue;
+      fits.push_back(FitAt(s, o, std::min(horizon, n - o), full_median, half));
+    }
+  }
+  const bool seasonal =
+      std::any_of(fits.begin(), fits.end(), [](const OriginFit& f) { return f.has_cycles; }) ||
+      !CyclesFor(s.step_seconds, n).empty();
+  const std::vector<double> gammas =
+      seasonal ? std::vector<double>{0, 0.5, 1} : std::vector<double>{0};
+
+  // Absolute errors per (gamma, window, half-life) and step ahead.
+  const size_t grid = gammas.size() * windows.size() * half_lives.size();
+  std::vector<double> error_sum(grid * horizon, 0.0);
+  std::vector<int32_t> error_count(grid * horizon, 0);
+  for (const OriginFit& fit : fits) {
+    const size_t span = std::min(horizon, n - fit.origin);
+    for (size_t g = 0; g < gammas.size(); ++g) {
+      const State st = StateAt(y, fit, gammas[g], windows);
+      if (std::isnan(st.last)) continue;
+      for (size_t w = 0; w < windows.size(); ++w) {
+        if (std::isnan(st.level[w])) continue;
+        for (size_t l = 0; l < half_lives.size(); ++l) {
+          const size_t cell = ((g * windows.size() + w) * half_lives.size() + l) * horizon;
+          for (size_t h = 0; h < span; ++h) {
+            const double actual = y[fit.origin + h];
+            if (std::isnan(actual)) continue;
+            const double p = PointAt(fit, gammas[g], st.level[w], st.last, half_lives[l], h);
+            error_sum[cell + h] += std::fabs(actual - p);
+            ++error_count[cell + h];
+          }
+        }
+      }
+    }
+  }
+  // The best: least mean over steps of the mean absolute error at that step.
+  Params best{gammas.back(), windows[std::min<size_t>(2, windows.size() - 1)], 8};
+  double best_score = kInf;
+  for (size_t g = 0; g < gammas.size(); ++g) {
+    for (size_t w = 0; w < windows.size(); ++w) {
+      for (size_t l = 0; l < half_lives.size(); ++l) {
+        const size_t cell = ((g * windows.size() + w) * half_lives.size() + l) * horizon;
+        double score = 0;
+        int steps = 0;
+        for (size_t h = 0; h < horizon; ++h) {
+          if (error_count[cell + h] == 0) continue;
+          score += error_sum[cell + h] / error_count[cell + h];
+          ++steps;
+        }
+        if (steps == 0) continue;
+        score /= steps;
+        if (score < best_score) {
+          best_score = score;
+          best = {gammas[g], windows[w], half_lives[l]};
+        }
+      }
+    }
+  }
+  const std::vector<size_t> best_window = {best.window};
+
+  // The chosen model's inner errors by step ahead, for the quantiles.
+  std::vector<std::vector<double>> errors(horizon);
+  for (const OriginFit& fit : fits) {
+    const State st = StateAt(y, fit, best.gamma, best_window);
+    if (std::isnan(st.last) || std::isnan(st.level[0])) continue;
+    for (size_t h = 0; h < std::min(horizon, n - fit.origin); ++h) {
+      const double actual = y[fit.origin + h];
+      if (std::isnan(actual)) continue;
+      errors[h].push_back(actual -
+                          PointAt(fit, best.gamma, st.level[0], st.last, best.half_life, h));
+    }
+  }
+  // Scale per step: the mean absolute error, non-decreasing; steps with fewer than 3 errors
+  // take the previous step's.
+  std::vector<double> scale(horizon, 0.0);
+  double running = 0;
+  for (size_t h = 0; h < horizon; ++h) {
+    if (errors[h].size() >= 3) {
+      double sum = 0;
+      for (double e : errors[h]) sum += std::fabs(e);
+      running = std::max(running, sum / static_cast<double>(errors[h].size()));
+    }
+    scale[h] = running;
+  }
+  std::vector<double> standardised;
+  for (size_t h = 0; h < horizon; ++h) {
+    if (scale[h] <= 0) continue;
+    for (double e : errors[h]) standardised.push_back(e / scale[h]);
+  }
+
+  // The forecast from the whole history.
+  const OriginFit final_fit = FitAt(s, n, horizon, full_median, half);
+  const State st = StateAt(y, final_fit, best.gamma, best_window);
+  Forecast f;
+  f.model = std::string(name());
+  f.start_seconds = s.TimeAt(n);
+  f.step_seconds = s.step_seconds;
+  f.quantile_levels = levels;
+  f.point.resize(horizon);
+  std::vector<double> center(horizon);
+  for (size_t h = 0; h < horizon; ++h) {
+    center[h] = PointAt(final_fit, best.gamma, st.level[0], st.last, best.half_life, h);
+  }
+  if (standardised.size() >= 10) {
+    const double median_z = Quantile(standardised, 0.5);
+    for (double q : levels) {
+      const double z = Quantile(standardised, q);
+      std::vector<double> values(horizon);
+      for (size_t h = 0; h < horizon; ++h) values[h] = center[h] + scale[h] * z;
+      f.quantiles.push_back(std::move(values));
+    }
+    for (size_t h = 0; h < horizon; ++h) f.point[h] = center[h] + scale[h] * median_z;
+  } else {
+    // Too short a history for an inner backtest: Gaussian intervals from the one-step changes,
+    // growing with the square root of the steps ahead.
+    double sum = 0;
+    int count = 0;
+    for (size_t t = 1; t < n; ++t) {
+      if (std::isnan(y[t]) || std::isnan(y[t - 1])) continue;
+      sum += (y[t] - y[t - 1]) * (y[t] - y[t - 1]);
+      ++count;
+    }
+    const double sd = count > 0 ? std::sqrt(sum / count) : 0;
+    for (double q : levels) {
+      std::vector<double> values(horizon);
+      for (size_t h = 0; h < horizon; ++h) {
+        values[h] = center[h] + sd * std::sqrt(h + 1.0) * NormalQuantile(q);
+      }
+      f.quantiles.push_back(std::move(values));
+    }
+    f.point = center;
+  }
+  f.description = fmt::format(
+      "seasonal profile x{:g}{}, level = median over {}, reverts with half-life {}; chosen by "
+      "{} inner origins (MAE {:.4g})",
+      best.gamma, final_fit.has_cycles ? "" : " (no cycle: history too short)",
+      best.window >= n ? "the whole history"
+                       : Steps(static_cast<double>(best.window), s.step_seconds),
+      Steps(best.half_life, s.step_seconds), fits.size(), best_score);
+  FinishForecast(non_negative, &f);
+  return f;
+}
+
+}  // namespace titan::plan

@@ -1,0 +1,39 @@
+// titan's forecaster ("titan" in MakeForecaster; docs/plan.md has the long form).
+//
+// The series is split into a seasonal profile S (seasonality.h: daily and weekly Fourier terms,
+// bisquare-robust, recent weeks weighing more) and the rest a = y - gamma S. The forecast h steps
+// after the origin is
+//     y(t + h) = gamma S(t + h) + mu + (c - mu) 2^(-h / tau)
+// where c is the last observed a, mu the median of a over the last W steps (the level it reverts
+// to) and tau the half-life of the reversion (0: at once; infinite: never, the level persists).
+// Demand on a GPU cluster or a service is like that: a level that jobs and users move in steps,
+// that tends back to its recent norm, around a daily and weekly cycle that may be weak.
+//
+// gamma (0, 1/2, 1), W (1, 3, 7, 14 days, all) and tau (0, 1 h ... 7 d, infinite) are chosen per
+// series by an inner rolling-origin backtest on the history alone: up to kInnerOrigins origins in
+// its last two thirds, each fitted only on what came before it, scored by the mean absolute
+// error per horizon step averaged over the steps (so every step counts alike, as in MASE). The
+// quantiles are the point plus s(h) times quantiles of the pooled standardised errors of that
+// backtest, s(h) being the mean absolute error at step h made non-decreasing; the point is the
+// median of the same (so a bias the backtest saw is taken out).
+//
+// Thread safety: immutable; Predict is reentrant.
+#pragma once
+
+#include "src/plan/forecast.h"
+
+namespace titan::plan {
+
+class TitanForecaster : public Forecaster {
+ public:
+  static constexpr int kInnerOrigins = 30;
+  // The history used: the last 12 weeks (or 4 horizons, if longer); older data hardly moves
+  // a level that reverts within days, and keeps the fit's cost bounded.
+  static constexpr double kMaxHistorySeconds = 84 * 86400.0;
+
+  std::string_view name() const override { return "titan"; }
+  Result<Forecast> Predict(const RegularSeries& history, int64_t horizon_steps,
+                           const std::vector<double>& levels) const override;
+};
+
+}  // namespace titan::plan
