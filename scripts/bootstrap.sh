@@ -10,6 +10,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libsimdjson-dev zlib1g-dev libdeflate-dev
   libzstd-dev libxxhash-dev libfmt-dev libcli11-dev nlohmann-json3-dev pybind11-dev
   libcurl4-openssl-dev libyaml-cpp-dev libpugixml-dev
+  # titan diagnose: Hyperscan finds candidate log lines in one pass, RE2 confirms them
+  libhyperscan-dev libre2-dev
   # the one HTTP stack (src/http): Boost.Asio + Beast, header-only, with C++20 coroutines
   libboost1.81-dev
   # Python side: the module is built for Debian's interpreter, which has PyTorch
