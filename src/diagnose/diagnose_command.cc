@@ -117,9 +117,11 @@ int DiagnoseCommand(int argc, char** argv) {
     for (const std::string& f : *files) read.push_back(ReadLogFile(f, o.limits));
     char host[256] = {0};
     ::gethostname(host, sizeof(host) - 1);
-    nlohmann::json summary = SummaryJson(read, host);
+    nlohmann::ordered_json summary = SummaryJson(read, host);
     if (!notes.empty()) summary["notes"] = notes;
-    Status written = WriteFileAtomically(summarize_path, JsonText(summary) + "\n");
+    Status written = WriteFileAtomically(
+        summarize_path,
+        summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (!written.ok()) {
       std::fprintf(stderr, "titan diagnose: writing --summarize: %s\n",
                    std::string(written.message()).c_str());

@@ -147,7 +147,8 @@ Result<FlightRecord> RecordFrom(const json& j, std::string_view what) {
 
 }  // namespace
 
-json SummaryJson(const std::vector<SourceOutput>& outputs, const std::string& host) {
+nlohmann::ordered_json SummaryJson(const std::vector<SourceOutput>& outputs,
+                                   const std::string& host) {
   json files = json::array(), findings = json::array(), rank_gpus = json::array(),
        pid_ranks = json::array(), records = json::array();
   for (const SourceOutput& o : outputs) {
@@ -178,13 +179,15 @@ json SummaryJson(const std::vector<SourceOutput>& outputs, const std::string& ho
     for (const PidRank& p : o.pid_ranks) pid_ranks.push_back({p.node, p.pid, p.rank});
     for (const FlightRecord& r : o.flight_records) records.push_back(RecordJson(r));
   }
-  return {{"titan_diagnose_summary", kSummaryVersion},
-          {"host", host},
-          {"files", files},
-          {"findings", findings},
-          {"rank_gpus", rank_gpus},
-          {"pid_ranks", pid_ranks},
-          {"flight_records", records}};
+  nlohmann::ordered_json out;
+  out["titan_diagnose_summary"] = kSummaryVersion;  // first: how a reader recognises it
+  out["host"] = host;
+  out["files"] = files;
+  out["findings"] = findings;
+  out["rank_gpus"] = rank_gpus;
+  out["pid_ranks"] = pid_ranks;
+  out["flight_records"] = records;
+  return out;
 }
 
 Result<std::vector<SourceOutput>> ReadSummary(const json& doc, std::string_view what) {

@@ -25,8 +25,10 @@ namespace titan::diagnose {
 inline constexpr int kSummarySymptomsPerRule = 32;
 inline constexpr int kSummaryVersion = 1;
 
-// The summary of files read on this node (in input order).
-nlohmann::json SummaryJson(const std::vector<SourceOutput>& outputs, const std::string& host);
+// The summary of files read on this node (in input order). Its first key is
+// "titan_diagnose_summary", which is how a reader recognises it.
+nlohmann::ordered_json SummaryJson(const std::vector<SourceOutput>& outputs,
+                                   const std::string& host);
 
 // A summary read back: one SourceOutput per summarised file. INVALID_ARGUMENT naming `what` for a
 // document that is not a summary of this version.

@@ -92,6 +92,16 @@ struct Evidence {
 };
 inline constexpr size_t kMaxEvidenceBytes = 64 * 1024;
 
+// Evidence of one line: its text verbatim up to kMaxEvidenceBytes (longer: cut and marked).
+inline Evidence LineEvidence(std::string file, int64_t line, std::string_view text) {
+  Evidence e;
+  e.file = std::move(file);
+  e.line = line;
+  e.text_cut = text.size() > kMaxEvidenceBytes;
+  e.text = std::string(text.substr(0, kMaxEvidenceBytes));
+  return e;
+}
+
 // How much a finding says about the cause. Root selection prefers a higher tier, then the
 // earlier time.
 enum class Tier : uint8_t {

@@ -8,26 +8,38 @@
 namespace titan::diagnose {
 namespace {
 
+// A rule that gives no finding: only its role.
+constexpr LineRule Context(std::string_view id, Family family, RuleRole role,
+                           std::string_view pattern) {
+  return {id, family, role, pattern, Tier::kSymptom, FaultClass::kUnknown, Action::kNone,
+          0,  {},     "",   nullptr};
+}
+
 constexpr LineRule kContextRules[] = {
     // Where the file was taken: a shell prompt ("root@node1:~# dmesg -T", "me@cn-234 ~ % ...").
-    {"shell_prompt", Family::kShell, RuleRole::kHost,
-     R"(^[a-z_][A-Za-z0-9_.-]*@([A-Za-z0-9][A-Za-z0-9_.-]*)[~: ][^ ]* ?[#$%>] )"},
+    Context("shell_prompt", Family::kShell, RuleRole::kHost,
+            R"(^[a-z_][A-Za-z0-9_.-]*@([A-Za-z0-9][A-Za-z0-9_.-]*)[~: ][^ ]* ?[#$%>] )"),
     // NCCL's init line: rank, cudaDev and PCI bus of each rank on this host.
-    {"nccl_init_rank", Family::kNccl, RuleRole::kRankGpu,
-     R"(NCCL INFO comm 0x[0-9a-f]+ rank ([0-9]+) nranks [0-9]+ cudaDev [0-9]+ (nvmlDev [0-9]+ )?busId ([0-9a-f]+))"},
+    Context(
+        "nccl_init_rank", Family::kNccl, RuleRole::kRankGpu,
+        R"(NCCL INFO comm 0x[0-9a-f]+ rank ([0-9]+) nranks [0-9]+ cudaDev [0-9]+ (nvmlDev [0-9]+ )?busId ([0-9a-f]+))"),
     // A Python exception raised while handling another: the next exception is its consequence.
-    {"exception_chain", Family::kWorker, RuleRole::kChain,
-     R"(During handling of the above exception|The above exception was the direct cause)"},
+    Context("exception_chain", Family::kWorker, RuleRole::kChain,
+            R"(During handling of the above exception|The above exception was the direct cause)"),
     // Markers: only the file's kind.
-    {"kernel_marker", Family::kKernel, RuleRole::kMarker,
-     R"(NVRM: |^\[ *[0-9]+\.[0-9]+\] |^kern  *:[a-z]+ *: | kernel: |^\[ *\+[0-9]+\.[0-9]+\] )"},
-    {"nccl_marker", Family::kNccl, RuleRole::kMarker, R"( NCCL (INFO|WARN) |^NCCL version )"},
-    {"worker_marker", Family::kWorker, RuleRole::kMarker,
-     R"(^\[(rank|default)[0-9]+\]:|Traceback \(most recent call last\)|torch\.distributed|ProcessGroupNCCL|^  File ")"},
-    {"slurm_marker", Family::kSlurm, RuleRole::kMarker,
-     R"(^(srun|slurmstepd|sbatch|salloc): |^ *JobID +JobName |JobId=[0-9]+ |NodeName=[^ ]+ )"},
-    {"kubectl_marker", Family::kKubernetes, RuleRole::kMarker,
-     R"(^NAME +READY +STATUS|^Events:|^ +Type +Reason +Age|^LAST SEEN +TYPE +REASON)"},
+    Context(
+        "kernel_marker", Family::kKernel, RuleRole::kMarker,
+        R"(NVRM: |^\[ *[0-9]+\.[0-9]+\] |^kern  *:[a-z]+ *: | kernel: |^\[ *\+[0-9]+\.[0-9]+\] )"),
+    Context("nccl_marker", Family::kNccl, RuleRole::kMarker,
+            R"( NCCL (INFO|WARN) |^NCCL version )"),
+    Context(
+        "worker_marker", Family::kWorker, RuleRole::kMarker,
+        R"(^\[(rank|default)[0-9]+\]:|Traceback \(most recent call last\)|torch\.distributed|ProcessGroupNCCL|^  File ")"),
+    Context(
+        "slurm_marker", Family::kSlurm, RuleRole::kMarker,
+        R"(^(srun|slurmstepd|sbatch|salloc): |^ *JobID +JobName |JobId=[0-9]+ |NodeName=[^ ]+ )"),
+    Context("kubectl_marker", Family::kKubernetes, RuleRole::kMarker,
+            R"(^NAME +READY +STATUS|^Events:|^ +Type +Reason +Age|^LAST SEEN +TYPE +REASON)"),
 };
 
 }  // namespace

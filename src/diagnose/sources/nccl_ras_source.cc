@@ -50,9 +50,7 @@ Finding RasFinding(const std::string& path, int64_t line_no, std::string_view te
                    const ProcessLine& p, std::string_view state) {
   Finding f;
   f.rule = "nccl_ras";
-  f.evidence.file = path;
-  f.evidence.line = line_no;
-  f.evidence.text = std::string(text.substr(0, kMaxEvidenceBytes));
+  f.evidence = LineEvidence(path, line_no, text);
   f.tier = Tier::kGeneric;
   f.confidence = 0.5;
   f.where.node = p.node;
@@ -139,7 +137,7 @@ class RasTextSource final : public LogSource {
         if (lagging.size() == 1) {
           Finding f;
           f.rule = "nccl_ras_mismatch";
-          f.evidence = {path, line_no, -1, std::string(line.substr(0, kMaxEvidenceBytes))};
+          f.evidence = LineEvidence(path, line_no, line);
           f.tier = Tier::kSymptom;
           f.fault = FaultClass::kHangCollectiveMismatch;
           f.confidence = 0.3;

@@ -63,6 +63,13 @@ class PickleMachine {
     return s;
   }
 
+  static PickleTree::Node Scalar(Kind kind, int64_t i = 0, double d = 0) {
+    PickleTree::Node n;
+    n.kind = kind;
+    n.i = i;
+    n.d = d;
+    return n;
+  }
   Result<Id> New(PickleTree::Node n) {
     if (static_cast<int64_t>(t_.nodes_.size()) >= max_nodes_) {
       return Fail(fmt::format("more than {} values", max_nodes_));
@@ -75,7 +82,7 @@ class PickleMachine {
     stack_.push_back(*id);
     return OkStatus();
   }
-  Status PushInt(int64_t v) { return Push(New({Kind::kInt, v})); }
+  Status PushInt(int64_t v) { return Push(New(Scalar(Kind::kInt, v))); }
   Status PushString(std::string_view s, Kind kind = Kind::kString) {
     PickleTree::Node n;
     n.kind = kind;
@@ -251,14 +258,14 @@ class PickleMachine {
         stack_.push_back(stack_.back());
         return OkStatus();
       case 'N':
-        return Push(New({Kind::kNone}));
+        return Push(New(Scalar(Kind::kNone)));
       case 0x88:
-        return Push(New({Kind::kBool, 1}));
+        return Push(New(Scalar(Kind::kBool, 1)));
       case 0x89:
-        return Push(New({Kind::kBool, 0}));
+        return Push(New(Scalar(Kind::kBool, 0)));
       case 'I': {  // INT (text; "00"/"01" are False/True)
         TITAN_ASSIGN_OR_RETURN(std::string_view s, Line());
-        if (s == "00" || s == "01") return Push(New({Kind::kBool, s == "01"}));
+        if (s == "00" || s == "01") return Push(New(Scalar(Kind::kBool, s == "01")));
         int64_t v;
         if (!ParseInt64(s, &v)) return Fail("INT argument is not a number");
         return PushInt(v);
@@ -270,7 +277,7 @@ class PickleMachine {
         if (ParseInt64(s, &v)) return PushInt(v);
         double d;
         if (!ParseDouble(s, &d)) return Fail("LONG argument is not a number");
-        return Push(New({Kind::kFloat, 0, d}));
+        return Push(New(Scalar(Kind::kFloat, 0, d)));
       }
       case 'J': {
         TITAN_ASSIGN_OR_RETURN(uint64_t v, Uint(4));
@@ -299,13 +306,13 @@ class PickleMachine {
         for (size_t i = n; i-- > 0;) d = d * 256 + static_cast<unsigned char>(b[i]);
         if (static_cast<unsigned char>(b[n - 1]) & 0x80)
           d -= std::ldexp(1.0, static_cast<int>(8 * n));
-        return Push(New({Kind::kFloat, 0, d}));
+        return Push(New(Scalar(Kind::kFloat, 0, d)));
       }
       case 'F': {
         TITAN_ASSIGN_OR_RETURN(std::string_view s, Line());
         double d;
         if (!ParseDouble(s, &d)) return Fail("FLOAT argument is not a number");
-        return Push(New({Kind::kFloat, 0, d}));
+        return Push(New(Scalar(Kind::kFloat, 0, d)));
       }
       case 'G': {
         TITAN_ASSIGN_OR_RETURN(std::string_view b, Take(8));
@@ -313,7 +320,7 @@ class PickleMachine {
         for (char c : b) bits = (bits << 8) | static_cast<unsigned char>(c);
         double d;
         std::memcpy(&d, &bits, 8);
-        return Push(New({Kind::kFloat, 0, d}));
+        return Push(New(Scalar(Kind::kFloat, 0, d)));
       }
       case 'S': {  // STRING (protocol 0 repr)
         TITAN_ASSIGN_OR_RETURN(std::string_view s, Line());

@@ -271,11 +271,8 @@ class TextReader {
 
   void Complete(std::string_view line, int64_t line_no, int64_t offset, const Lookback& before,
                 Finding* f) {
-    f->evidence.file = out_->file.path;
-    f->evidence.line = line_no;
+    f->evidence = LineEvidence(out_->file.path, line_no, line);
     f->evidence.offset = offset;
-    f->evidence.text_cut = line.size() > kMaxEvidenceBytes;
-    f->evidence.text = std::string(line.substr(0, kMaxEvidenceBytes));
     f->evidence.time = TimeOf(line, before);
     std::string_view host;
     int64_t pid = -1;

@@ -114,8 +114,7 @@ class TitanEventsSource final : public LogSource {
       if (e.contains("host") && e["host"].is_string())
         host_of[node_id] = e["host"].get<std::string>();
       const std::string host = host_of.count(node_id) ? host_of[node_id] : node_id;
-      Evidence ev{path, line_no, -1, std::string(line.substr(0, kMaxEvidenceBytes)),
-                  line.size() > kMaxEvidenceBytes};
+      Evidence ev = LineEvidence(path, line_no, line);
       if (e.contains("time_ns") && e["time_ns"].is_number_integer()) {
         ev.time = {ClockKind::kWall, e["time_ns"].get<int64_t>()};
       }
