@@ -60,7 +60,10 @@ json CulpritJson(const Culprit& c) {
 
 json IncidentJson(const Incident& inc) {
   json symptoms = json::array();
-  for (const Finding& f : inc.symptoms) symptoms.push_back(EvidenceJson(f.evidence));
+  for (const Finding& f : inc.symptoms) {
+    symptoms.push_back(EvidenceJson(f.evidence));
+    if (f.where.rank >= 0) symptoms.back()["rank"] = f.where.rank;
+  }
   json j = {{"class", FaultClassName(inc.fault)},
             {"action", ActionName(inc.action)},
             {"culprit", CulpritJson(inc.culprit)},
@@ -94,7 +97,7 @@ json DiagnosisJson(const Diagnosis& d) {
     if (!f.error.empty()) j["error"] = f.error;
     files.push_back(std::move(j));
   }
-  json out = {{"incidents", incidents}, {"files", files}};
+  json out = {{"kind", "titan.diagnose"}, {"incidents", incidents}, {"files", files}};
   if (!d.notes.empty()) out["notes"] = d.notes;
   return out;
 }

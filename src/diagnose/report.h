@@ -1,8 +1,10 @@
 // A Diagnosis for machines and for people.
 //
 // JSON (`titan diagnose --json FILE`):
-//   {"incidents": [ {"class", "action", "culprit": {"rank", "node", "gpu"},
-//                    "root": {"file", "line", "text", "time"}, "symptoms": [ same shape ],
+//   {"kind": "titan.diagnose",
+//    "incidents": [ {"class", "action", "culprit": {"rank", "node", "gpu"},
+//                    "root": {"file", "line", "text", "time"}, "symptoms": [ same shape,
+//                    and "rank" where the line names one ],
 //                    "confidence", "why", "rule", "symptoms_total", "xid", "collective",
 //                    "escalated", "escalation", "first", "last"} ],   the primary first
 //    "files": [ {"path", "kind", "bytes", "bytes_read", "lines", "findings", "notes", "error"} ],

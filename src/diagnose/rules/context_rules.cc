@@ -23,6 +23,10 @@ constexpr LineRule kContextRules[] = {
     Context(
         "nccl_init_rank", Family::kNccl, RuleRole::kRankGpu,
         R"(NCCL INFO comm 0x[0-9a-f]+ rank ([0-9]+) nranks [0-9]+ cudaDev [0-9]+ (nvmlDev [0-9]+ )?busId ([0-9a-f]+))"),
+    // The header titan run writes at the top of each rank's log (rank_logs.h).
+    Context(
+        "titan_rank_header", Family::kWorker, RuleRole::kFileRank,
+        R"(^\[titan run\] rank ([0-9]+) \(local rank [0-9]+\) pid ([0-9]+) generation [0-9]+ started )"),
     // A Python exception raised while handling another: the next exception is its consequence.
     Context("exception_chain", Family::kWorker, RuleRole::kChain,
             R"(During handling of the above exception|The above exception was the direct cause)"),

@@ -27,11 +27,13 @@ inline constexpr int kFamilyCount = 6;
 std::string_view FamilyKind(Family f);  // "kernel_log", "worker_output", ...
 
 enum class RuleRole : uint8_t {
-  kFinding,  // the line says something about a failure
-  kMarker,   // the line only tells the file's family
-  kHost,     // capture 1 is the host the file was taken on (a shell prompt "root@node1:~#")
-  kRankGpu,  // NCCL's init line: capture 1 rank, capture 2 busId (host from the prefix)
-  kChain,    // "During handling of the above exception": the next exception is a symptom
+  kFinding,   // the line says something about a failure
+  kMarker,    // the line only tells the file's family
+  kHost,      // capture 1 is the host the file was taken on (a shell prompt "root@node1:~#")
+  kRankGpu,   // NCCL's init line: capture 1 rank, capture 2 busId (host from the prefix)
+  kChain,     // "During handling of the above exception": the next exception is a symptom
+  kFileRank,  // titan run's rank-log header: capture 1 the file's rank, capture 2 its pid; its
+              // time starts the file's clock
 };
 
 // The previous lines of the file (most recent first), as far as the reader kept them.

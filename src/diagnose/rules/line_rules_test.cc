@@ -338,6 +338,29 @@ TEST(LineRulesTest, RankHostAndProcessComeFromTheLine) {
   EXPECT_EQ(fs[1].evidence.line, 2);
 }
 
+// gloo raises in the rank whose peer died: that rank is a victim, not the culprit.
+TEST(LineRulesTest, AnExceptionForALostPeerIsASymptom) {
+  auto fs = FindingsOfText(
+      "RuntimeError: [./gloo/transport/tcp/pair.cc:589] Read error [127.0.0.1]:20900: "
+      "Connection reset by peer\n",
+      "rank-0.gen0.log");
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].tier, Tier::kSymptom);
+  EXPECT_FALSE(fs[0].blame.rank);
+}
+
+TEST(LineRulesTest, TitanRankHeaderGivesTheFileItsRankAndClock) {
+  auto fs = FindingsOfText(
+      "[titan run] rank 5 (local rank 1) pid 4242 generation 2 started 2024-05-06T10:00:00.000Z\n"
+      "some output\n"
+      "ValueError: bad value\n",
+      "rank-5.gen2.log");
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].where.rank, 5);
+  EXPECT_TRUE(fs[0].blame.rank);
+  EXPECT_EQ(FormatLogTime(fs[0].evidence.time), "2024-05-06T10:00:00Z");
+}
+
 TEST(LineRulesTest, IbCompletionStatusDecidesTheClass) {
   auto status = [](const char* line) { return FindingsOfText(line, "x.log").at(0); };
   Finding local = status(

@@ -263,8 +263,12 @@ bool RefinePythonException(const RuleMatch& m, Finding* f) {
   f->action = A::kFixCode;
   f->confidence = 0.75;
   const std::string at = RaisedAt(m.before);
+  // A rank that raises because its peer went away (gloo's "Connection closed by peer") reports
+  // another rank's failure.
+  const bool peer_gone = Contains(message, "Connection closed by peer") ||
+                         Contains(message, "Connection reset by peer");
   if (name == "ChildFailedError" || name == "KeyboardInterrupt" || name == "SystemExit" ||
-      name == "DistBackendError" || name == "ProcessExitedException") {
+      name == "DistBackendError" || name == "ProcessExitedException" || peer_gone) {
     f->fault = FC::kUnknown;
     f->action = A::kNone;
     f->tier = Tier::kSymptom;
@@ -444,7 +448,7 @@ constexpr LineRule kTorchRules[] = {
      Family::kWorker,
      RuleRole::kFinding,
      R"(Connection closed by peer \[([^]]*)\]:([0-9]+))",
-     Tier::kGeneric,
+     Tier::kSymptom,
      FC::kNetwork,
      A::kFixNetwork,
      0.3,

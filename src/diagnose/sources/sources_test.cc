@@ -95,6 +95,9 @@ TEST(TitanEventsSourceTest, OomKillInTheJobCgroupAndTheRankOutOfTheCollective) {
   TempDir dir;
   const std::string path = dir.Write(
       "events.jsonl",
+      // The first line as titan run's RunLog writes it: nlohmann's keys in sorted order.
+      R"J({"command":["python3","train.py"],"job":"default","node":"n1-7","pid":7,"t":0.0,"time_ns":1699999999000000000,"type":"start"})J"
+      "\n"
       R"J({"time_ns":1700000000000000000,"t":0.1,"node":"n1-7","type":"spawn","host":"n1","workers":[{"rank":0,"pid":100},{"rank":1,"pid":101}]})J"
       "\n"
       R"J({"time_ns":1700000005000000000,"t":5.0,"node":"n1-7","type":"crash","rank":1,"pid":101,"status":"signal 9 (Killed)","oom_kills":1})J"

@@ -233,6 +233,12 @@ class TextReader {
         case RuleRole::kChain:
           chain_pending_ = true;
           continue;
+        case RuleRole::kFileRank:
+          file_rank_ = CaptureInt(groups_[0]);
+          out_->pid_ranks.push_back({"", CaptureInt(groups_[1]), file_rank_});
+          if (LogTime t = ParseLineTime(line); t.kind != ClockKind::kNone) last_time_ = t;
+          ++family_counts_[static_cast<int>(rule.family)];
+          continue;
         case RuleRole::kFinding:
           break;
       }
@@ -286,6 +292,7 @@ class TextReader {
   void Finish() {
     for (Finding& f : out_->findings) {
       if (f.where.node.empty() && !host_.empty()) f.where.node = host_;
+      if (f.where.rank < 0 && file_rank_ >= 0) f.where.rank = file_rank_;
     }
     for (PidRank& p : out_->pid_ranks) {
       if (p.node.empty()) p.node = host_;
@@ -324,6 +331,7 @@ class TextReader {
   std::vector<std::string_view> groups_;
   std::array<int, kFamilyCount> family_counts_{};
   std::string host_;
+  int64_t file_rank_ = -1;  // from titan run's header
   LogTime last_time_;
   bool chain_pending_ = false;
 };

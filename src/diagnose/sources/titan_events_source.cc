@@ -75,9 +75,10 @@ class TitanEventsSource final : public LogSource {
  public:
   std::string_view name() const override { return "titan_events"; }
   int Sniff(const FileHead& head) const override {
+    // RunLog writes each line's keys in sorted order ({"command":..,"node":..,"time_ns":..}).
     std::string_view first = head.bytes.substr(0, head.bytes.find('\n'));
-    return first.starts_with("{\"time_ns\":") && Contains(first, "\"type\":") &&
-                   Contains(first, "\"node\":")
+    return first.starts_with("{\"") && Contains(first, "\"time_ns\":") &&
+                   Contains(first, "\"type\":") && Contains(first, "\"node\":")
                ? 60
                : 0;
   }
