@@ -57,6 +57,7 @@ Result<InputKind> Classify(const std::string& path, const json& doc) {
         doc.value("kind", json()).is_string() ? doc["kind"].get<std::string>() : "";
     if (kind == "titan.load.run") return InputKind::kLoadRun;
     if (kind == "titan.load.sweep") return InputKind::kLoadSweep;
+    if (kind == "titan.diagnose") return InputKind::kDiagnosis;
     if (!kind.empty() && kind.starts_with("titan.")) {
       return InvalidArgumentError(
           fmt::format("{}: a titan result of kind \"{}\" that this titan report does not draw; {}",
@@ -130,6 +131,8 @@ std::string_view InputKindName(InputKind kind) {
       return "agent dump";
     case InputKind::kGatewayEvents:
       return "gateway event log";
+    case InputKind::kDiagnosis:
+      return "diagnosis";
   }
   return "unknown";
 }

@@ -28,6 +28,7 @@ enum class InputKind {
   kRunLedger,      // titan run --ledger-json              {"ettr":...,"seconds":{...},...}
   kAgentDump,      // titan agent recorder dump (Perfetto) {"traceEvents":[...]} with its signals
   kGatewayEvents,  // titan gateway --event-log (JSON lines) whose "start" names its "routing"
+  kDiagnosis,      // titan diagnose --json                {"kind":"titan.diagnose","incidents":..}
 };
 std::string_view InputKindName(InputKind kind);
 

@@ -29,6 +29,7 @@ void AddTraceAnalysis(const Input& input, Report* report);
 void AddSim(const Input& input, Report* report);
 void AddAgentDump(const Input& input, Report* report);
 void AddGatewayLog(const Input& input, Report* report);
+void AddDiagnosis(const Input& input, Report* report);  // titan diagnose --json
 // One section per job: the event logs and ledgers of its nodes (from titan run's --event-log and
 // --ledger-json; a ledger's "event_log" names its log, and files in one directory go together).
 void AddRuns(const std::vector<const Input*>& files, Report* report);
