@@ -15,6 +15,8 @@ PACKAGES=(
   libxgboost-dev r-cran-survival
   # titan plan: R's forecast package, which plan_cli_test's R comparison runs on the same origins
   r-cran-forecast
+  # titan diagnose: Hyperscan finds candidate log lines in one pass, RE2 confirms them
+  libhyperscan-dev libre2-dev
   # the one HTTP stack (src/http): Boost.Asio + Beast, header-only, with C++20 coroutines
   libboost1.81-dev
   # Python side: the module is built for Debian's interpreter, which has PyTorch

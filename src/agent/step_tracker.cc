@@ -198,6 +198,14 @@ void StepTracker::OnEvent(const AppEvent& e, int64_t receive_ns) {
     case wire::EventKind::kStepBegin:
       s->step_begin_step = e.step;
       s->step_begin_ns = e.time_ns;
+      s->compute_ns = -1;
+      break;
+    case wire::EventKind::kMark:
+      // The rank's local compute of the step in progress ended (marks carry no step).
+      if (s->step_begin_ns != 0 && e.time_ns >= s->step_begin_ns &&
+          std::string_view(e.name) == "compute") {
+        s->compute_ns = e.time_ns - s->step_begin_ns;
+      }
       break;
     case wire::EventKind::kStepEnd: {
       if (s->step_begin_ns == 0 || s->step_begin_step != e.step || e.time_ns < s->step_begin_ns) {
@@ -205,11 +213,13 @@ void StepTracker::OnEvent(const AppEvent& e, int64_t receive_ns) {
         break;
       }
       const int64_t duration_ns = e.time_ns - s->step_begin_ns;
+      const int64_t compared_ns = s->compute_ns >= 0 ? s->compute_ns : duration_ns;
       s->step_begin_step = -1;
       s->step_begin_ns = 0;
+      s->compute_ns = -1;
       if (s->step_duration) s->step_duration->RecordGauge(e.time_ns, NsToSeconds(duration_ns));
       if (s->steps_total) s->steps_total->AddCounter(e.time_ns, 1);
-      if (e.rank >= 0) scorer_.Observe(e.rank, e.step, duration_ns).IgnoreError();
+      if (e.rank >= 0) scorer_.Observe(e.rank, e.step, compared_ns).IgnoreError();
       // Scores() is O(window x ranks): refresh the gauges at most every 250 ms of event time.
       if (e.time_ns - last_scores_ns_ >= 250 * kNsPerMs) {
         last_scores_ns_ = e.time_ns;

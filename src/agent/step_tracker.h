@@ -14,7 +14,11 @@
 //                                            max_series reached); logged, rate-limited
 // and registers the senders' pids with WatchedProcesses (hello) so the process collector samples
 // them. A step's duration is step_end - step_begin of the same rank and step; an end without its
-// begin is counted (titan_app_events_unmatched_total) and ignored.
+// begin is counted (titan_app_events_unmatched_total) and ignored. Where a rank marks the end of
+// its local compute (mark "compute", before its collectives), the straggler score compares that
+// compute time with the peers', as titan run does: under data parallelism every rank waits in
+// the all-reduce for the slowest, so whole step times are alike and only compute tells the
+// straggler apart; without the mark, whole steps are compared.
 //
 // The rank table holds at most max_ranks ranks (7 series each). When it is full, or the registry
 // has no room for a new rank's series, the new rank takes the place of the least recently heard
@@ -62,6 +66,7 @@ class StepTracker {
   struct RankState {
     int64_t step_begin_step = -1;
     int64_t step_begin_ns = 0;
+    int64_t compute_ns = -1;  // step_begin -> mark "compute" of the step in progress; -1: none
     int64_t checkpoint_begin_ns = 0;
     Series* step_duration = nullptr;
     Series* steps_total = nullptr;

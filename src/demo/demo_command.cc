@@ -149,6 +149,33 @@ std::string SaveAgentRecorder(const std::string& out_dir) {
   return "agent recorder: " + path + " (every signal the agent sampled, on the same clock)";
 }
 
+// What titan agent said of the straggler: the first transient that names "a straggler" and a rank
+// ("rank 3 late against its peers ... a straggler holding the others"); rank -1 and an empty text
+// when it said none (or could not be asked).
+std::pair<int, std::string> AgentStraggler(const std::string& out_dir) {
+  const std::string log = Env::ReadFile(out_dir + "/agent.log", 64 << 20).value_or("");
+  const std::string marker = "listening on http://127.0.0.1:";
+  const size_t at = log.find(marker);
+  if (at == std::string::npos) return {-1, ""};
+  http::OutgoingRequest request;
+  request.method = "GET";
+  request.target = "/events?limit=10000";
+  auto res = http::Fetch(http::Url{"127.0.0.1", std::atoi(log.c_str() + at + marker.size()), ""},
+                         std::move(request), 10 * kNsPerSecond, size_t{64} << 20);
+  if (!res.ok() || res->status != 200) return {-1, ""};
+  json events = json::parse(res->body, nullptr, false);
+  if (!events.is_array()) return {-1, ""};
+  for (const json& e : events) {
+    const std::string summary = e.value("summary", "");
+    const size_t straggler = summary.find("a straggler");
+    if (straggler == std::string::npos) continue;
+    const size_t rank_at = summary.rfind("rank ", straggler);
+    if (rank_at == std::string::npos) continue;
+    return {std::atoi(summary.c_str() + rank_at + 5), summary.substr(0, straggler + 11)};
+  }
+  return {-1, ""};
+}
+
 // One line of the timeline for an event, or "" if it is not a transient or a decision.
 std::string Describe(const json& e) {
   std::string type = e.value("type", "");
@@ -420,7 +447,9 @@ int DemoCommand(int argc, char** argv) {
   std::vector<Node> nodes = run_job("faulty", out_dir + "/faulty", injections);
   if (etcd > 0) Kill(etcd);
   std::string recorder_note;
+  std::pair<int, std::string> agent_straggler{-1, ""};
   if (agent > 0) {
+    agent_straggler = AgentStraggler(out_dir);
     recorder_note = SaveAgentRecorder(out_dir);
     Kill(agent);
   }
@@ -450,6 +479,31 @@ int DemoCommand(int argc, char** argv) {
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::printf("\ntimeline of transients and decisions (seconds since the job started):\n");
   for (const auto& [t, line] : lines) std::printf("%s\n", line.c_str());
+  // One verdict on the straggler: titan run's (compute marks against the peers) and the agent's
+  // (the same marks, the same rule) must name the same rank.
+  const json* run_straggler = nullptr;
+  for (const auto& [name, events] : logs) {
+    for (const json& e : events) {
+      if (e.value("type", "") == "straggler" && run_straggler == nullptr) run_straggler = &e;
+    }
+  }
+  if (run_straggler != nullptr) {
+    const int rank = run_straggler->value("rank", -1);
+    std::string agent_part;
+    if (agent_straggler.first == rank) {
+      agent_part = fmt::format("titan agent agrees ({})", agent_straggler.second);
+    } else if (agent_straggler.first >= 0) {
+      agent_part = fmt::format("but titan agent named rank {}: {}", agent_straggler.first,
+                               agent_straggler.second);
+    } else {
+      agent_part = "titan agent named no straggler";
+    }
+    std::printf(
+        "\nverdict: rank %d is the straggler: it computes in %.0f ms where its peers take "
+        "%.0f ms (titan run); %s\n",
+        rank, run_straggler->value("median_compute_ms", 0.0),
+        run_straggler->value("peers_median_ms", 0.0), agent_part.c_str());
+  }
 
   json ledger = ReadJson(nodes[0].dir + "/ledger.json");
   if (ledger.is_object()) {

@@ -73,6 +73,9 @@ Result<Report> BuildReport(const std::vector<Input>& inputs,
         case InputKind::kPredict:
           AddPredict(in, &report);
           break;
+        case InputKind::kDiagnosis:
+          AddDiagnosis(in, &report);
+          break;
         case InputKind::kRunEvents:
         case InputKind::kRunLedger:
           if (!runs_added) AddRuns(run_files, &report);  // grouped by job, where the first came

@@ -58,6 +58,7 @@ Result<InputKind> Classify(const std::string& path, const json& doc) {
         doc.value("kind", json()).is_string() ? doc["kind"].get<std::string>() : "";
     if (kind == "titan.load.run") return InputKind::kLoadRun;
     if (kind == "titan.load.sweep") return InputKind::kLoadSweep;
+    if (kind == "titan.diagnose") return InputKind::kDiagnosis;
     if (!kind.empty() && kind.starts_with("titan.")) {
       return InvalidArgumentError(
           fmt::format("{}: a titan result of kind \"{}\" that this titan report does not draw; {}",
@@ -138,6 +139,8 @@ std::string_view InputKindName(InputKind kind) {
       return "gateway event log";
     case InputKind::kPredict:
       return "predict";
+    case InputKind::kDiagnosis:
+      return "diagnosis";
   }
   return "unknown";
 }

@@ -30,6 +30,7 @@ enum class InputKind {
   kGatewayEvents,  // titan gateway --event-log (JSON lines) whose "start" names its "routing"
   kPredict,        // titan predict survival|risk|backtest --json  {"kaplan_meier"|"components"|
                    //                                                "default_model",...}
+  kDiagnosis,      // titan diagnose --json                {"kind":"titan.diagnose","incidents":..}
 };
 std::string_view InputKindName(InputKind kind);
 

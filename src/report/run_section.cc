@@ -2,6 +2,7 @@
 // decisions, the goodput ledger of each node as stacked bars, and step times per rank (from the
 // event log's "steps" windows).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -16,6 +17,62 @@
 namespace titan::report {
 
 namespace {
+
+// Per rank: (time, (median, max)) of each "steps" window.
+using PerRankWindows = std::map<int, std::vector<std::pair<double, std::array<double, 2>>>>;
+
+// One line per rank (`column` 0: the window's median, 1: its max), or, beyond kMaxRankLines
+// ranks, the median rank's median and the slowest rank's maximum.
+Plot PerRankPlot(const std::string& title, const std::string& what, const PerRankWindows& per_rank,
+                 const std::string& note, int column) {
+  Plot plot;
+  plot.title = title;
+  plot.x = {"time since start", "s"};
+  plot.y = {what, "ms", true};
+  std::set<double> times;
+  for (const auto& [rank, points] : per_rank) {
+    for (const auto& p : points) times.insert(p.first);
+  }
+  plot.xs.assign(times.begin(), times.end());
+  auto column_of = [&](const std::vector<std::pair<double, std::array<double, 2>>>& points,
+                       int which) {
+    std::vector<double> values(plot.xs.size(), kNaN);
+    for (const auto& [t, v] : points) {
+      values[std::lower_bound(plot.xs.begin(), plot.xs.end(), t) - plot.xs.begin()] = v[which];
+    }
+    return values;
+  };
+  if (per_rank.size() <= kMaxRankLines) {
+    plot.note = note;
+    for (const auto& [rank, points] : per_rank) {
+      plot.series.push_back({fmt::format("rank {}{}", rank, column == 1 ? " (max)" : ""), "ms"});
+      plot.series.back().span_gaps = true;
+      plot.ys.push_back(column_of(points, column));
+    }
+    return plot;
+  }
+  plot.note = fmt::format(
+      "{} ranks: the median rank's median and the slowest rank's longest per 5 s window. {}",
+      per_rank.size(), note);
+  std::vector<std::vector<double>> p50s, maxes;
+  for (const auto& [rank, points] : per_rank) {
+    p50s.push_back(column_of(points, 0));
+    maxes.push_back(column_of(points, 1));
+  }
+  plot.series = {{"median across ranks", "ms"}, {"slowest rank", "ms"}};
+  plot.ys.assign(2, std::vector<double>(plot.xs.size(), kNaN));
+  for (size_t i = 0; i < plot.xs.size(); ++i) {
+    std::vector<double> a, b;
+    for (size_t r = 0; r < p50s.size(); ++r) {
+      a.push_back(p50s[r][i]);
+      b.push_back(maxes[r][i]);
+    }
+    plot.ys[0][i] = Percentile(a, 0.5);
+    plot.ys[1][i] = Percentile(b, 1);
+  }
+  for (auto& series : plot.series) series.span_gaps = true;
+  return plot;
+}
 
 // The ledger's phases in the order they stack (titan run's --ledger-json "seconds").
 constexpr std::pair<const char*, const char*> kPhases[] = {
@@ -178,69 +235,34 @@ void AddJob(const Job& job, Report* report) {
   }
   if (!ledger.xs.empty()) section.Add(std::move(ledger));
 
-  // Step times per rank, from the "steps" windows.
-  std::map<int, std::vector<std::pair<double, std::array<double, 2>>>> per_rank;  // t, (p50, max)
+  // Compute and step times per rank, from the "steps" windows.
+  PerRankWindows compute, steps;
   for (const Event& e : events) {
     if (e.type != "steps") continue;
     const Fields w(*e.fields, "steps event");
     const nlohmann::json& ranks = w.ArrayOr("ranks");
     for (size_t i = 0; i < ranks.size(); ++i) {
       const Fields r = w.Element("ranks", i);
-      per_rank[static_cast<int>(r.Int("rank"))].push_back(
-          {e.t, {r.Num("p50_ms"), r.Num("max_ms")}});
+      const int rank = static_cast<int>(r.Int("rank"));
+      steps[rank].push_back({e.t, {r.Num("p50_ms"), r.Num("max_ms")}});
+      if (ranks[i].contains("compute_p50_ms")) {
+        compute[rank].push_back({e.t, {r.Num("compute_p50_ms"), r.Num("compute_max_ms")}});
+      }
     }
   }
-  if (!per_rank.empty()) {
-    Plot steps;
-    steps.title = "Step time per rank";
-    steps.x = {"time since start", "s"};
-    steps.y = {"step time", "ms", true};
-    std::set<double> times;
-    for (auto& [rank, points] : per_rank) {
-      for (auto& p : points) times.insert(p.first);
-    }
-    steps.xs.assign(times.begin(), times.end());
-    auto column_of = [&](const std::vector<std::pair<double, std::array<double, 2>>>& points,
-                         int which) {
-      std::vector<double> column(steps.xs.size(), kNaN);
-      for (auto& [t, v] : points) {
-        column[std::lower_bound(steps.xs.begin(), steps.xs.end(), t) - steps.xs.begin()] = v[which];
-      }
-      return column;
-    };
-    if (per_rank.size() <= kMaxRankLines) {
-      steps.note =
-          "The longest step of each rank in each 5 s window (the median is in the "
-          "numbers): one slow step still shows.";
-      for (auto& [rank, points] : per_rank) {
-        steps.series.push_back({fmt::format("rank {} (max)", rank), "ms"});
-        steps.series.back().span_gaps = true;
-        steps.ys.push_back(column_of(points, 1));
-      }
-    } else {
-      steps.note = fmt::format(
-          "{} ranks: the median rank's median step and the slowest rank's "
-          "longest step per 5 s window.",
-          per_rank.size());
-      std::vector<std::vector<double>> p50s, maxes;
-      for (auto& [rank, points] : per_rank) {
-        p50s.push_back(column_of(points, 0));
-        maxes.push_back(column_of(points, 1));
-      }
-      steps.series = {{"median across ranks", "ms"}, {"slowest rank", "ms"}};
-      steps.ys.assign(2, std::vector<double>(steps.xs.size(), kNaN));
-      for (size_t i = 0; i < steps.xs.size(); ++i) {
-        std::vector<double> a, b;
-        for (size_t r = 0; r < p50s.size(); ++r) {
-          a.push_back(p50s[r][i]);
-          b.push_back(maxes[r][i]);
-        }
-        steps.ys[0][i] = Percentile(a, 0.5);
-        steps.ys[1][i] = Percentile(b, 1);
-      }
-      for (auto& s : steps.series) s.span_gaps = true;
-    }
-    section.Add(std::move(steps));
+  if (!compute.empty()) {
+    section.Add(PerRankPlot(
+        "Compute time per rank", "compute time", compute,
+        "Each rank's local compute per step (from step begin to its client.mark(\"compute\")), "
+        "the median of each 5 s window: under data parallelism every rank waits in the "
+        "all-reduce for the slowest, so step times are alike and the late rank stands out here.",
+        /*column=*/0));
+  }
+  if (!steps.empty()) {
+    section.Add(PerRankPlot("Step time per rank", "step time", steps,
+                            "The longest step of each rank in each 5 s window (the median is in "
+                            "the numbers): one slow step still shows.",
+                            /*column=*/1));
   }
   section.Add(std::move(table));
   report->sections.push_back(std::move(section));

@@ -32,6 +32,7 @@ void AddGatewayLog(const Input& input, Report* report);
 // titan predict: survival curves by group, hazard ratios, MTBF per period; the risk ranking;
 // the backtest table and calibration plot (whichever the file is).
 void AddPredict(const Input& input, Report* report);
+void AddDiagnosis(const Input& input, Report* report);  // titan diagnose --json
 // One section per job: the event logs and ledgers of its nodes (from titan run's --event-log and
 // --ledger-json; a ledger's "event_log" names its log, and files in one directory go together).
 void AddRuns(const std::vector<const Input*>& files, Report* report);

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -125,7 +126,10 @@ JobCgroup& JobCgroup::operator=(JobCgroup&& other) noexcept {
     dir_ = std::move(other.dir_);
     procs_path_ = std::move(other.procs_path_);
     kill_path_ = std::move(other.kill_path_);
+    v1_dir_ = std::move(other.v1_dir_);
+    v1_procs_path_ = std::move(other.v1_procs_path_);
     other.dir_.clear();
+    other.v1_dir_.clear();
   }
   return *this;
 }
@@ -165,10 +169,10 @@ Status JobCgroup::SetMemoryMax(int64_t bytes) {
     case MemoryController::kEnabled:
       break;
     case MemoryController::kUnavailable:
-      return FailedPreconditionError(fmt::format(
-          "the cgroup v2 memory controller is not available in {} (its cgroup.controllers lists "
-          "'{}'; on a hybrid cgroup v1/v2 machine memory belongs to cgroup v1)",
-          parent, Trimmed(*parents)));
+      return SetV1MemoryLimit(
+          bytes, fmt::format("the memory controller is not available to the children of {} (its "
+                             "cgroup.controllers: '{}')",
+                             parent, Trimmed(*parents)));
     case MemoryController::kAvailableNotEnabled: {
       Status enabled = WriteSmallFile(parent + "/cgroup.subtree_control", "+memory");
       if (!enabled.ok()) {
@@ -186,8 +190,69 @@ Status JobCgroup::SetMemoryMax(int64_t bytes) {
 
 int64_t JobCgroup::OomKills() const {
   if (!valid()) return -1;
-  auto events = Env::ReadFile(dir_ + "/memory.events");
+  auto events =
+      Env::ReadFile(v1_dir_.empty() ? dir_ + "/memory.events" : v1_dir_ + "/memory.oom_control");
   return events.ok() ? ParseOomKills(*events) : -1;
+}
+
+Result<std::string> JobCgroup::V1MemoryDirectoryFor(const std::string& mountinfo,
+                                                    const std::string& self_cgroup,
+                                                    const std::string& name) {
+  // mountinfo: "... ROOT MOUNTPOINT OPTIONS ... - cgroup SOURCE rw,memory".
+  std::string mount, root;
+  std::istringstream lines(mountinfo);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t dash = line.find(" - ");
+    if (dash == std::string::npos || line.compare(dash + 3, 7, "cgroup ") != 0) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype, source, options;
+    tail >> fstype >> source >> options;
+    if (("," + options + ",").find(",memory,") == std::string::npos) continue;
+    std::istringstream fields(line.substr(0, dash));
+    std::string id, parent, dev;
+    if (fields >> id >> parent >> dev >> root >> mount) break;
+  }
+  if (mount.empty()) return FailedPreconditionError("no cgroup v1 memory hierarchy is mounted");
+  std::string path;
+  std::istringstream groups(self_cgroup);
+  for (std::string line; std::getline(groups, line);) {
+    const size_t c1 = line.find(':');
+    const size_t c2 = c1 == std::string::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string::npos) continue;
+    const std::string controllers = "," + line.substr(c1 + 1, c2 - c1 - 1) + ",";
+    if (controllers.find(",memory,") != std::string::npos) path = line.substr(c2 + 1);
+  }
+  if (path.empty() || path[0] != '/' || path.find("/..") != std::string::npos) {
+    return FailedPreconditionError(
+        "this process has no cgroup v1 memory path in /proc/self/cgroup");
+  }
+  // The mount shows the hierarchy from `root` down.
+  if (root != "/" && path.rfind(root, 0) == 0) path = path.substr(root.size());
+  if (path == "/") path.clear();
+  return fmt::format("{}{}/{}", mount, path, name);
+}
+
+Status JobCgroup::SetV1MemoryLimit(int64_t bytes, std::string why_not_v2) {
+  auto fail = [&](std::string why) {
+    return FailedPreconditionError(fmt::format(
+        "{}; and a cgroup v1 memory cgroup cannot be used either: {}", why_not_v2, why));
+  };
+  auto mountinfo = Env::ReadFile("/proc/self/mountinfo");
+  auto self = Env::ReadFile("/proc/self/cgroup");
+  if (!mountinfo.ok() || !self.ok()) return fail("cannot read /proc/self");
+  auto dir = V1MemoryDirectoryFor(*mountinfo, *self, dir_.substr(dir_.rfind('/') + 1));
+  if (!dir.ok()) return fail(std::string(dir.status().message()));
+  if (::mkdir(dir->c_str(), 0755) != 0 && errno != EEXIST) {
+    return fail(fmt::format("mkdir {}: {}", *dir, strerror(errno)));
+  }
+  Status limited = WriteSmallFile(*dir + "/memory.limit_in_bytes", std::to_string(bytes));
+  if (!limited.ok()) {
+    ::rmdir(dir->c_str());
+    return fail(std::string(limited.message()));
+  }
+  v1_dir_ = *dir;
+  v1_procs_path_ = *dir + "/cgroup.procs";
+  return OkStatus();
 }
 
 bool JobCgroup::JoinSelf(const char* procs_path) {
@@ -205,10 +270,13 @@ Status JobCgroup::Kill() const {
 
 void JobCgroup::Remove() {
   if (!valid()) return;
-  for (int i = 0; i < 100; ++i) {
-    if (::rmdir(dir_.c_str()) == 0 || errno == ENOENT) break;
-    if (errno != EBUSY) break;
-    ::usleep(10'000);  // killed processes are still exiting
+  for (const std::string& dir : {dir_, v1_dir_}) {
+    if (dir.empty()) continue;
+    for (int i = 0; i < 100; ++i) {
+      if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) break;
+      if (errno != EBUSY) break;
+      ::usleep(10'000);  // killed processes are still exiting
+    }
   }
 }
 

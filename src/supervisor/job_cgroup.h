@@ -13,8 +13,11 @@
 // it). That needs the memory controller enabled for the parent's children; where the parent has
 // the controller but has not enabled it, SetMemoryMax tries "+memory" on the parent's
 // cgroup.subtree_control (cgroup v2 refuses that where the parent itself holds processes, except
-// at the root). On a hybrid v1/v2 machine the memory controller belongs to v1 and it fails with
-// a message that says so. Thread safety: none; owned by WorkerGroup's thread.
+// at the root). On a hybrid v1/v2 machine the memory controller belongs to cgroup v1: there
+// SetMemoryMax makes a v1 memory cgroup of the same name beside titan run's own
+// (memory.limit_in_bytes; OOM kills counted in memory.oom_control) that the workers join too
+// (memory_procs_path()); where that fails too, it says why. Thread safety: none; owned by
+// WorkerGroup's thread.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +50,14 @@ class JobCgroup {
   const std::string& dir() const { return dir_; }
   const std::string& procs_path() const { return procs_path_; }
   const std::string& kill_path() const { return kill_path_; }
+  // The cgroup v1 memory cgroup's procs file, when memory is limited there (hybrid machines);
+  // empty otherwise. A worker joins it as it joins procs_path().
+  const std::string& memory_procs_path() const { return v1_procs_path_; }
+  // The cgroup v1 memory cgroup for this job's name: <v1 memory mount><path of this process in
+  // /proc/self/cgroup's memory line>/<name> (parameters for tests).
+  static Result<std::string> V1MemoryDirectoryFor(const std::string& mountinfo,
+                                                  const std::string& self_cgroup,
+                                                  const std::string& name);
 
   // Whether the memory controller is usable in a child cgroup, from the texts of the child's and
   // its parent's cgroup.controllers (parameters for tests).
@@ -59,7 +70,8 @@ class JobCgroup {
   // Sets memory.max to `bytes` (> 0). FAILED_PRECONDITION saying why where the memory
   // controller is not available here (the cgroup stays usable without a limit).
   Status SetMemoryMax(int64_t bytes);
-  // OOM kills in this cgroup so far (memory.events); -1 without a memory controller.
+  // OOM kills in this cgroup so far (memory.events, or v1's memory.oom_control); -1 without a
+  // memory controller.
   int64_t OomKills() const;
 
   // In a forked child before exec: moves the calling process into the cgroup. Async-signal-safe.
@@ -70,7 +82,9 @@ class JobCgroup {
   void Remove();
 
  private:
+  Status SetV1MemoryLimit(int64_t bytes, std::string why_not_v2);
   std::string dir_, procs_path_, kill_path_;
+  std::string v1_dir_, v1_procs_path_;  // cgroup v1 memory (hybrid machines); empty if unused
 };
 
 }  // namespace titan::supervisor

@@ -26,7 +26,11 @@ Monitor::Monitor(const RunOptions& options, int64_t start_ns, MonitorHost& host,
       outputs_(outputs),
       slurm_watch_(slurm_watch),
       events_(options, host, log, ledger, outputs.step_window()),
-      recovery_(options, log, ledger, rdzv, budget, [this] { StopWorkers(); }) {}
+      recovery_(
+          options, log, ledger, rdzv, budget, [this] { StopWorkers(); },
+          [this](const std::string& kind, int64_t step, nlohmann::json* incident) {
+            return host_.DiagnoseFailure(kind, step, incident);
+          }) {}
 
 void Monitor::HandleEvents(const std::vector<wire::ParsedEvent>& events, int64_t now) {
   for (const wire::ParsedEvent& e : events) events_.Handle(e, now);
@@ -34,6 +38,7 @@ void Monitor::HandleEvents(const std::vector<wire::ParsedEvent>& events, int64_t
 
 Outcome Monitor::Run(const Assignment& a, int64_t gen_wall_start_ns) {
   current_ = a;
+  oom_kills_at_start_ = host_.OomKills();
   events_.StartGeneration(a, gen_wall_start_ns, host_.Now());
   host_.DrainEvents();  // events of the previous generation
   hang_deferred_until_ns_ = 0;
@@ -172,6 +177,10 @@ Outcome Monitor::Crash(const Worker& w) {
                    {"pid", w.pid},
                    {"status", DescribeWaitStatus(w.wait_status)},
                    {"step", rs.step}};
+  // A SIGKILL the job's cgroup counted as an OOM kill (memory.events) is the OOM killer's.
+  const int64_t oom_kills = host_.OomKills();
+  if (oom_kills >= 0 && oom_kills_at_start_ >= 0)
+    evidence["oom_kills"] = oom_kills - oom_kills_at_start_;
   int64_t failure_ns = w.exit_mono_ns;
   if (rs.inject_mono_ns > 0 && rs.inject_kind == "crash") {
     failure_ns = rs.inject_mono_ns;

@@ -82,7 +82,8 @@ class Monitor {
   int64_t store_down_since_ns_ = 0;  // monotonic ns of the first failure of an outage; 0: up
   bool marked_done_ = false;         // this node's completion is recorded in the store
   int64_t next_done_try_ns_ = 0;
-  std::string finish_reason_;  // for Outcome::kSucceededLocally
+  std::string finish_reason_;        // for Outcome::kSucceededLocally
+  int64_t oom_kills_at_start_ = -1;  // the workers' cgroup's OOM kills when the generation began
 };
 
 }  // namespace titan::supervisor

@@ -13,7 +13,10 @@
 #include <cstdint>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "src/client/wire_parse.h"
+#include "src/supervisor/failure_policy.h"
 #include "src/supervisor/worker_group.h"
 
 namespace titan::supervisor {
@@ -41,8 +44,16 @@ class MonitorHost {
   virtual void Signal(pid_t pid, int sig) = 0;
   // /proc's state letter of a worker ('T': stopped), '?' when unknown.
   virtual char ProcessState(pid_t pid) = 0;
-  // Writes the running workers' stacks to the event log (stack_capture.h); may block seconds.
+  // Asks the running workers for their Flight Recorder dumps and writes their stacks to the event
+  // log (failure_evidence.h, stack_capture.h); may block seconds.
   virtual void CaptureStacks() = 0;
+  // OOM kills in the workers' cgroup so far; -1 when unknown (no cgroup with a memory controller).
+  virtual int64_t OomKills() = 0;
+  // Once the workers of the failed generation are stopped: gathers what they left (their output,
+  // the kernel log of the window, dumps) and diagnoses it (failure_evidence.h). `incident` gets the
+  // incident's JSON (null if none).
+  virtual FailureFacts DiagnoseFailure(const std::string& kind, int64_t step,
+                                       nlohmann::json* incident) = 0;
   // Sleeps `ns` (a wait for other nodes inside a decision).
   virtual void Sleep(int64_t ns) = 0;
   // A node-loss drill: kills the workers and exits the process without releasing the lease.

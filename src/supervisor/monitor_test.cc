@@ -68,10 +68,24 @@ class FakeHost final : public MonitorHost {
   void Signal(pid_t pid, int sig) override { signals.push_back({pid, sig}); }
   char ProcessState(pid_t) override { return 'S'; }
   void CaptureStacks() override { ++stack_captures; }
+  int64_t OomKills() override { return oom_kills; }
+  FailureFacts DiagnoseFailure(const std::string& kind, int64_t step, json* incident) override {
+    ++diagnoses;
+    FailureFacts f = diagnosis;
+    f.kind = kind;
+    f.step = step;
+    *incident = nullptr;
+    return f;
+  }
   void Sleep(int64_t ns) override { now += ns; }
   [[noreturn]] void ExitAsLostNode() override { std::abort(); }
 
   // Script helpers.
+  // A new generation: every worker running again, the script's clock of ticks restarted.
+  void Restart() {
+    for (Worker& w : workers_) w.running = true;
+    ticks = 0;
+  }
   void Exit(int rank, int wait_status) {
     Worker& w = workers_[rank];
     w.running = false;
@@ -94,6 +108,9 @@ class FakeHost final : public MonitorHost {
   int stop_signal = 0;
   int stop_calls = 0;
   int stack_captures = 0;
+  int64_t oom_kills = -1;
+  int diagnoses = 0;
+  FailureFacts diagnosis;  // what DiagnoseFailure returns
   std::vector<std::pair<pid_t, int>> signals;
   std::function<void(FakeHost&)> on_tick;
 
@@ -166,6 +183,7 @@ class MonitorTest : public ::testing::Test {
   }
 
   RunOptions options_;
+  FakeHost host_for_two_{2};
   Assignment assignment_;
   RunLog log_;
   GoodputLedger ledger_;
@@ -198,7 +216,7 @@ TEST_F(MonitorTest, ACrashWithNoRestartLeftIsDecidedAsAStop) {
   host.on_tick = [](FakeHost& h) {
     if (h.ticks == 2) h.Exit(0, ExitCode(1));
   };
-  EXPECT_EQ(RunGeneration(host), Outcome::kRestart);
+  EXPECT_EQ(RunGeneration(host), Outcome::kFatal);  // the job ends on this decision
   ASSERT_EQ(Logged("decision").size(), 1u);
   EXPECT_EQ(Logged("decision")[0]["action"], "stop");
 }
@@ -322,6 +340,50 @@ TEST_F(MonitorTest, InjectedCrashKillsTheRankAtItsStep) {
   EXPECT_EQ(host.signals[0], std::make_pair(pid_t{1001}, SIGKILL));
   ASSERT_EQ(Logged("crash").size(), 1u);
   EXPECT_TRUE(Logged("crash")[0].contains("detection_ms"));
+}
+
+// One failure, one decision, following the diagnosis: the same diagnosed user error at the same
+// step in the next generation stops the job instead of spending the restart budget.
+TEST_F(MonitorTest, TheSameDiagnosedFailureTwiceStopsTheJob) {
+  ASSERT_TRUE(log_.Open("", options_.node_id, kT0).ok());
+  ledger_.Start(Phase::kWaiting, kT0);
+  RunOutputs outputs(options_, kT0, log_, ledger_);
+  RestartBudget budget(options_.restart);
+  Monitor monitor(options_, kT0, host_for_two_, log_, ledger_, rdzv_, outputs, budget, nullptr);
+  FakeHost& host = host_for_two_;
+  host.diagnosis.diagnosed = true;
+  host.diagnosis.fault = diagnose::FaultClass::kUserCode;
+  host.diagnosis.action = diagnose::Action::kFixCode;
+  host.diagnosis.root_text = "ValueError: bad config";
+  host.diagnosis.signature = FailureSignature("python_exception", host.diagnosis.root_text);
+  host.on_tick = [](FakeHost& h) {
+    if (h.ticks == 3) h.Exit(1, ExitCode(1));
+  };
+  EXPECT_EQ(monitor.Run(assignment_, WallNowNs()), Outcome::kRestart);
+  host.Restart();
+  EXPECT_EQ(monitor.Run(assignment_, WallNowNs()), Outcome::kFatal);
+  EXPECT_EQ(host.diagnoses, 2);
+  auto decisions = Logged("decision");
+  ASSERT_EQ(decisions.size(), 2u);
+  EXPECT_EQ(decisions[0]["action"], "restart");
+  EXPECT_EQ(decisions[1]["action"], "stop");
+  EXPECT_EQ(decisions[1]["class"], "user_code");
+  EXPECT_NE(decisions[1]["why"].get<std::string>().find("deterministic"), std::string::npos);
+}
+
+// A SIGKILL the job's cgroup counted as an OOM kill says so in the crash event.
+TEST_F(MonitorTest, CrashCarriesTheCgroupsOomKills) {
+  FakeHost host(2);
+  host.oom_kills = 4;
+  host.on_tick = [](FakeHost& h) {
+    if (h.ticks == 2) {
+      h.oom_kills = 5;
+      h.Exit(0, KilledBy(SIGKILL));
+    }
+  };
+  EXPECT_EQ(RunGeneration(host), Outcome::kRestart);
+  ASSERT_EQ(Logged("crash").size(), 1u);
+  EXPECT_EQ(Logged("crash")[0]["oom_kills"], 1);
 }
 
 }  // namespace

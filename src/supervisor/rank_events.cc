@@ -74,6 +74,7 @@ void RankEvents::Handle(const wire::ParsedEvent& e, int64_t now) {
     case wire::EventKind::kMark:
       if (!rs.marked && rs.step_begin_time_ns > 0 && e.time_ns >= rs.step_begin_time_ns) {
         straggler_.Add(rank, e.time_ns - rs.step_begin_time_ns);
+        steps_.AddCompute(rank, e.time_ns - rs.step_begin_time_ns, now);
         rs.marked = true;
       }
       hang_.OnProgress(rank, now);

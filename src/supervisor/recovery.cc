@@ -1,5 +1,7 @@
 #include "src/supervisor/recovery.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -15,13 +17,15 @@ namespace titan::supervisor {
 using nlohmann::json;
 
 Recovery::Recovery(const RunOptions& options, RunLog& log, GoodputLedger& ledger, Rendezvous& rdzv,
-                   const RestartBudget& budget, std::function<void()> stop_workers)
+                   const RestartBudget& budget, std::function<void()> stop_workers,
+                   Diagnoser diagnose)
     : o_(options),
       log_(log),
       ledger_(ledger),
       rdzv_(rdzv),
       budget_(budget),
       stop_workers_(std::move(stop_workers)),
+      diagnose_(std::move(diagnose)),
       failures_(options.isolation),
       isolation_(cluster::IsolationRunnerOptions{
           options.isolate_actions, options.isolate_timeout_ns, options.isolate_dry_run}) {}
@@ -32,27 +36,56 @@ Outcome Recovery::Fail(const Assignment& a, const std::string& kind, const std::
   ledger_.OnFailure(std::min(failure_ns, now), now);
   json reason = {{"reason", kind}, {"detail", detail}, {"evidence", evidence}};
   auto first = rdzv_.RequestRestart(a.generation, reason);
-  bool claimed = first.ok() && *first;
-  log_.Write("decision",
-             {{"action", RestartOrStop()},
-              {"reason", kind},
-              {"detail", detail},
-              {"claimed", claimed},
-              {"note", claimed ? "this node saw the cause first and restarts the job"
-                               : "another node already restarted the job: a consequence"}});
+  const bool claimed = first.ok() && *first;
   stop_workers_();
-  if (claimed && count_failure) {
+  // What the stopped generation left, diagnosed: the decision follows its class.
+  const int64_t step = evidence.is_object() ? evidence.value("step", int64_t{-1}) : -1;
+  FailureFacts facts;
+  facts.kind = kind;
+  facts.step = step;
+  json incident = nullptr;
+  if (diagnose_) facts = diagnose_(kind, step, &incident);
+  if (!incident.is_null()) {
+    json e = incident;
+    e["generation"] = a.generation;
+    e["failure"] = kind;
+    log_.Write("diagnosis", std::move(e));
+  }
+  last_diagnosis_ = incident;
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  FailurePolicyOptions policy{o_.isolate_confidence, o_.isolate_interval_ns, !o_.etcd.empty()};
+  FailureDecision d = DecideFailure(facts, history_, policy, {o_.scheduler_node, o_.node_id, host},
+                                    now, last_isolation_ns_);
+  history_.push_back(facts);
+  std::string note = claimed ? "this node saw the cause first"
+                             : "another node already restarted "
+                               "the job: a consequence";
+  if (d.verdict == FailureVerdict::kRestart && budget_.Exhausted()) {
+    d.verdict = FailureVerdict::kStop;
+    d.why = fmt::format("stop: the restart budget of {} is spent (--max-restarts); {}",
+                        o_.restart.max_restarts, d.why);
+  }
+  if (d.verdict == FailureVerdict::kExclude) {
+    excluded_until_ns_ = now + o_.isolation.cooldown_ns;
+    log_.Write("exclude", {{"node", o_.node_id},
+                           {"reason", d.why},
+                           {"cooldown_s", NsToSeconds(o_.isolation.cooldown_ns)}});
+    if (d.isolate) {
+      last_isolation_ns_ = now;
+      Isolate(o_.scheduler_node,
+              facts.culprit.rank >= 0 ? static_cast<int>(facts.culprit.rank) : -1, d.why);
+    }
+  } else if (claimed && count_failure && d.verdict == FailureVerdict::kRestart) {
     failures_.Record(o_.node_id, evidence.value("local_rank", 0), now);
-    int recent = failures_.RecentFailures(o_.node_id, now);
+    const int recent = failures_.RecentFailures(o_.node_id, now);
     if (o_.etcd.empty()) {
-      // Without etcd (one node, or Slurm's static plan) no node can be replaced or blamed:
-      // keep restarting within the budget instead.
+      // Without etcd (one node, or Slurm's static plan) no node can be replaced or blamed.
       if (recent >= o_.isolation.max_failures) {
-        log_.Write("decision",
-                   {{"action", "keep"},
-                    {"reason", fmt::format("{} failures within {:.0f} s, but without etcd "
-                                           "no node can be excluded",
-                                           recent, NsToSeconds(o_.isolation.window_ns))}});
+        note += fmt::format(
+            "; {} failures within {:.0f} s, but without etcd no node can be "
+            "excluded",
+            recent, NsToSeconds(o_.isolation.window_ns));
       }
     } else if (failures_.ShouldExclude(o_.node_id, now)) {
       excluded_until_ns_ = now + o_.isolation.cooldown_ns;
@@ -66,7 +99,19 @@ Outcome Recovery::Fail(const Assignment& a, const std::string& kind, const std::
       Isolate(o_.scheduler_node, evidence.is_object() ? evidence.value("rank", -1) : -1, why);
     }
   }
-  return Outcome::kRestart;
+  json fields = {{"action", FailureVerdictName(d.verdict)},
+                 {"reason", kind},
+                 {"detail", detail},
+                 {"claimed", claimed},
+                 {"why", d.why},
+                 {"note", note}};
+  if (facts.diagnosed) {
+    fields["class"] = diagnose::FaultClassName(facts.fault);
+    fields["fix"] = diagnose::ActionName(facts.action);
+  }
+  log_.Write("decision", std::move(fields));
+  last_decision_ = d.why;
+  return d.verdict == FailureVerdict::kStop ? Outcome::kFatal : Outcome::kRestart;
 }
 
 Outcome Recovery::Follow(const json& record, int64_t now, const json* local_evidence) {

@@ -21,6 +21,7 @@
 
 #include "src/cluster/isolation.h"
 #include "src/cluster/slurm.h"
+#include "src/supervisor/failure_policy.h"
 #include "src/supervisor/ledger.h"
 #include "src/supervisor/policy.h"
 #include "src/supervisor/rendezvous.h"
@@ -37,17 +38,28 @@ enum class Outcome { kSucceeded, kSucceededLocally, kRestart, kPreempted, kFatal
 
 class Recovery {
  public:
+  // What a failure's diagnosis gives (MonitorHost::DiagnoseFailure).
+  using Diagnoser =
+      std::function<FailureFacts(const std::string& kind, int64_t step, nlohmann::json* incident)>;
+
   // `budget` (the supervisor's, outliving this) only names the decisions: "restart" while it
   // has a restart left, "stop" once spent (the supervisor then gives up).
   Recovery(const RunOptions& options, RunLog& log, GoodputLedger& ledger, Rendezvous& rdzv,
-           const RestartBudget& budget, std::function<void()> stop_workers);
+           const RestartBudget& budget, std::function<void()> stop_workers,
+           Diagnoser diagnose = nullptr);
 
   // A failure of `kind` ("crash", "hang", "straggler") seen here in generation `a`, which
-  // happened at `failure_ns`: claims the restart, stops the workers and, when claimed and
-  // `count_failure`, counts it against this node (maybe excluding it). Returns kRestart.
+  // happened at `failure_ns`: claims the restart, stops the workers, diagnoses what they left
+  // (a "diagnosis" event) and decides once (one "decision" event; failure_policy.h): restart
+  // (kRestart), stop for a failure a restart repeats (kFatal), or exclude this node for a
+  // hardware fault. When claimed and `count_failure`, counts it against this node (maybe
+  // excluding it). `evidence` may carry the failing rank's "step".
   Outcome Fail(const Assignment& a, const std::string& kind, const std::string& detail,
                int64_t failure_ns, const nlohmann::json& evidence, int64_t now,
                bool count_failure = true);
+  // The last failure's diagnosis (IncidentJson; null if none) and decision, for the verdict.
+  const nlohmann::json& last_diagnosis() const { return last_diagnosis_; }
+  const std::string& last_decision() const { return last_decision_; }
   // Another node restarted the job (its generation record); stops the workers. Returns
   // kRestart. `local_evidence`: this node's own failure, seen as a consequence.
   Outcome Follow(const nlohmann::json& record, int64_t now,
@@ -88,6 +100,11 @@ class Recovery {
   Rendezvous& rdzv_;
   const RestartBudget& budget_;
   std::function<void()> stop_workers_;
+  Diagnoser diagnose_;
+  std::vector<FailureFacts> history_;  // this job's failures, oldest first
+  int64_t last_isolation_ns_ = 0;
+  nlohmann::json last_diagnosis_;
+  std::string last_decision_;
   FailureTracker failures_;
   cluster::IsolationRunner isolation_;
   int64_t excluded_until_ns_ = 0;

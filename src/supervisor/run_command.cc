@@ -188,8 +188,43 @@ int RunCommand(int argc, char** argv) {
   app.add_option("--metrics-file", o.metrics_file, "Prometheus text file, rewritten every second");
   app.add_option("--metrics-port", o.metrics_port, "serve /metrics on 127.0.0.1:PORT")
       ->check(CLI::Range(0, 65535));
-  app.add_option("--log-dir,--log_dir", o.log_dir,
-                 "per-rank worker logs (default: inherit stdout/stderr)");
+  app.add_option(
+      "--log-dir,--log_dir", o.log_dir,
+      "where each rank's stdout and stderr go, as rank-R.genG.log (default RUN_DIR/ranks); "
+      "they are still shown on titan run's terminal, and titan diagnose reads them");
+  bool no_rank_logs = false;
+  app.add_flag("--no-rank-logs", no_rank_logs,
+               "workers write to titan run's stdout/stderr directly, nothing is kept");
+  app.add_option(
+         "--rank-log-bytes", o.rank_log_bytes,
+         "bound on each rank's output kept per generation: the first quarter whole, then the "
+         "most recent output (older parts rotate away)")
+      ->check(CLI::Range(int64_t{4096}, int64_t{1} << 40))
+      ->capture_default_str();
+  bool no_flight_recorder = false, no_diagnose = false;
+  app.add_flag("--no-flight-recorder", no_flight_recorder,
+               "do not turn PyTorch's NCCL Flight Recorder on (by default titan run sets "
+               "TORCH_NCCL_TRACE_BUFFER_SIZE, the dump file prefix and the dump pipe where the "
+               "user has not, and asks every rank for a dump on a hang)");
+  AddDurationOption(app, "--dump-wait", &o.dump_wait_ns,
+                    "on a hang: how long to wait for the ranks' Flight Recorder dumps", 0,
+                    600 * kNsPerSecond);
+  app.add_flag(
+      "--no-diagnose", no_diagnose,
+      "do not diagnose failures (titan diagnose on the generation's logs) before deciding");
+  app.add_option("--isolate-confidence", o.isolate_confidence,
+                 "a hardware fault excludes (and isolates) this node only at this diagnosis "
+                 "confidence or above")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  AddDurationOption(app, "--isolate-interval", &o.isolate_interval_ns,
+                    "at most one isolation for a diagnosed hardware fault per interval", 0,
+                    86400 * kNsPerSecond);
+  app.add_option(
+         "--memory-max", o.memory_max_bytes,
+         "memory limit of the workers' cgroup in bytes (where titan run can make one: root or "
+         "a delegated cgroup); its OOM kills are counted and diagnosed")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
   app.add_option("--hang-k", o.hang.k, "hang bound = max(k * p99 step interval, floor)")
       ->check(CLI::Range(1.0, 1000.0));
   AddDurationOption(app, "--hang-floor", &o.hang.floor_ns, "hang bound floor", kNsPerSecond / 10,
@@ -384,6 +419,9 @@ int RunCommand(int argc, char** argv) {
     if (o.node_id.empty()) o.node_id = fmt::format("node{}", node_rank);
   }
   o.straggler_restart = straggler_action == "exclude";
+  o.rank_logs = !no_rank_logs;
+  o.flight_recorder = !no_flight_recorder;
+  o.diagnose = !no_diagnose;
   // No output may overwrite a file of the worker command (its script) or another output.
   if (Status clash = RefuseClashingOutputs({{"--event-log", o.event_log},
                                             {"--ledger-json", o.ledger_json},

@@ -120,6 +120,20 @@ void RunOutputs::EndPrefetch() {
   prefetch_.reset();  // cancels a copy in flight
 }
 
+void RunOutputs::SetVerdict(const json& diagnosis, const std::string& decision) {
+  diagnosis_ = diagnosis;
+  decision_ = decision;
+}
+
+void RunOutputs::SetRankLogStats(const RankLogs::Stats& stats, const std::string& dir) {
+  rank_logs_ = {{"dir", dir},
+                {"bytes_read", stats.bytes_read},
+                {"bytes_rotated_out", stats.bytes_rotated_out},
+                {"bytes_dropped_on_disk", stats.bytes_on_disk_dropped},
+                {"terminal_bytes_dropped", stats.terminal_bytes_dropped},
+                {"max_bytes_per_rank", o_.rank_log_bytes}};
+}
+
 int RunOutputs::Finish(int code, int64_t now, const Assignment& a, uint64_t events_dropped,
                        int restart_count) {
   ledger_.Finish(now);
@@ -131,6 +145,9 @@ int RunOutputs::Finish(int code, int64_t now, const Assignment& a, uint64_t even
   ledger["generation"] = a.generation;
   ledger["world_size"] = a.world_size;
   ledger["event_log"] = o_.event_log;
+  ledger["diagnosis"] = diagnosis_;
+  ledger["verdict"] = decision_.empty() ? json(nullptr) : json(decision_);
+  if (!rank_logs_.is_null()) ledger["rank_logs"] = rank_logs_;
   log_.Write("ledger", ledger);
   Status ledger_written = WriteFileAtomically(o_.ledger_json, JsonText(ledger, 2) + "\n");
   if (!ledger_written.ok()) {
@@ -165,9 +182,16 @@ void RunOutputs::PrintSummary(int code, int64_t now, int restart_count) {
       line = fmt::format("straggler: rank {} compute {:.0f} ms vs peers {:.0f} ms",
                          e.value("rank", -1), e.value("median_compute_ms", 0.0),
                          e.value("peers_median_ms", 0.0));
+    } else if (type == "diagnosis") {
+      const json culprit = e.value("culprit", json::object());
+      line = fmt::format("diagnosis: {} -> {} (rank {}, node {}, GPU {}): {}", e.value("class", ""),
+                         e.value("action", ""), culprit.value("rank", json(nullptr)).dump(),
+                         culprit.value("node", json(nullptr)).dump(),
+                         culprit.value("gpu", json(nullptr)).dump(),
+                         e.contains("root") ? e["root"].value("text", "").substr(0, 160) : "");
     } else if (type == "decision") {
       line = fmt::format("decision: {} ({})", e.value("action", ""),
-                         e.value("detail", e.value("reason", std::string())));
+                         e.value("why", e.value("detail", e.value("reason", std::string()))));
     } else if (type == "exclude") {
       line = fmt::format("exclude node {}: {}", e.value("node", ""), e.value("reason", ""));
     } else if (type == "lost") {
@@ -189,6 +213,12 @@ void RunOutputs::PrintSummary(int code, int64_t now, int restart_count) {
       continue;
     }
     out += fmt::format("  {:>7.1f}s  {}\n", e.value("t", 0.0), line);
+  }
+  if (!decision_.empty()) out += fmt::format("verdict: {}\n", decision_);
+  if (!rank_logs_.is_null()) {
+    out +=
+        fmt::format("rank logs: {} (at most {} per rank and generation: its start and its end)\n",
+                    rank_logs_.value("dir", ""), FormatBytes(o_.rank_log_bytes));
   }
   out += ledger_.ToTable(now);
   // Only files that were written are named as results.

@@ -15,6 +15,7 @@
 #include "src/checkpoint/prefetch.h"
 #include "src/supervisor/ledger.h"
 #include "src/supervisor/metrics_endpoint.h"
+#include "src/supervisor/rank_logs.h"
 #include "src/supervisor/rendezvous.h"
 #include "src/supervisor/run_log.h"
 #include "src/supervisor/step_window.h"
@@ -51,6 +52,11 @@ class RunOutputs {
 
   // At the end of the run: reports the prefetch, cancelling one in flight.
   void EndPrefetch();
+  // The last failure's diagnosis (IncidentJson, or null) and decision, for the verdict: in the
+  // ledger ("diagnosis", "verdict") and the summary.
+  void SetVerdict(const nlohmann::json& diagnosis, const std::string& decision);
+  // Where the ranks' output went and what its bounds dropped, for the ledger and the summary.
+  void SetRankLogStats(const RankLogs::Stats& stats, const std::string& dir);
   // The end of the run (exit code `code`), once the workers are gone: closes the ledger,
   // publishes the last metrics, writes the ledger (event and --ledger-json) and, unless quiet,
   // the summary on stderr. Returns the exit code: `code`, or kExitRecordsNotWritten when the job
@@ -72,6 +78,9 @@ class RunOutputs {
   int64_t next_metrics_ns_ = 0;
   bool metrics_file_ok_ = true;  // the last --metrics-file write succeeded
   Status records_error_;         // set by Finish
+  nlohmann::json diagnosis_;
+  std::string decision_;
+  nlohmann::json rank_logs_;
 };
 
 }  // namespace titan::supervisor

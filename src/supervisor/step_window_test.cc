@@ -36,5 +36,23 @@ TEST(StepWindowTest, SummarisesEachRankAndKeepsTheSlowestStep) {
   EXPECT_FALSE(w.Due(t0 + 6 * StepWindow::kWindowNs + 1));
 }
 
+// Where ranks mark their compute, the window reports it beside the (equal) step times.
+TEST(StepWindowTest, ReportsEachRanksComputeWhereItIsMarked) {
+  StepWindow w;
+  for (int step = 0; step < 10; ++step) {
+    for (int rank = 0; rank < 3; ++rank) {
+      w.AddCompute(rank, (rank == 2 ? 24 : 9) * kMs, step * 30 * kMs);
+      w.Add(rank, step, 30 * kMs, step * 30 * kMs);
+    }
+  }
+  nlohmann::json j = w.Take(StepWindow::kWindowNs);
+  ASSERT_EQ(j["ranks"].size(), 3u);
+  EXPECT_DOUBLE_EQ(j["ranks"][0]["p50_ms"].get<double>(), 30);
+  EXPECT_DOUBLE_EQ(j["ranks"][2]["p50_ms"].get<double>(), 30);
+  EXPECT_DOUBLE_EQ(j["ranks"][0]["compute_p50_ms"].get<double>(), 9);
+  EXPECT_DOUBLE_EQ(j["ranks"][2]["compute_p50_ms"].get<double>(), 24);
+  EXPECT_DOUBLE_EQ(j["ranks"][2]["compute_max_ms"].get<double>(), 24);
+}
+
 }  // namespace
 }  // namespace titan

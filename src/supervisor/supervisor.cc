@@ -25,10 +25,12 @@
 #include "src/client/wire.h"
 #include "src/cluster/slurm.h"
 #include "src/supervisor/event_queue.h"
+#include "src/supervisor/failure_evidence.h"
 #include "src/supervisor/ledger.h"
 #include "src/supervisor/leftovers.h"
 #include "src/supervisor/monitor.h"
 #include "src/supervisor/monitor_host.h"
+#include "src/supervisor/rank_logs.h"
 #include "src/supervisor/rendezvous.h"
 #include "src/supervisor/run_log.h"
 #include "src/supervisor/run_outputs.h"
@@ -64,7 +66,8 @@ std::string DefaultNodeId() {
 // signalfd. Used from the thread that called Open() only (the queue's Push excepted).
 class ProcessHost final : public MonitorHost {
  public:
-  ProcessHost(const RunOptions& o, RunLog& log) : o_(o), log_(log) {}
+  ProcessHost(const RunOptions& o, RunLog& log)
+      : o_(o), log_(log), workers_(WorkerGroupOptions{.memory_max_bytes = o.memory_max_bytes}) {}
   ~ProcessHost() override {
     if (sigfd_ >= 0) ::close(sigfd_);
   }
@@ -81,8 +84,42 @@ class ProcessHost final : public MonitorHost {
     ::signal(SIGPIPE, SIG_IGN);
     // Orphaned grandchildren of workers re-parent to us and are reaped (no zombies, no escape).
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    if (o_.rank_logs) {
+      rank_logs_ = std::make_unique<RankLogs>(RankLogOptions{
+          o_.log_dir.empty() ? o_.run_dir + "/ranks" : o_.log_dir, o_.rank_log_bytes});
+    }
     return OkStatus();
   }
+
+  // Starts one worker of `generation`: its output into the rank logs, the Flight Recorder on.
+  Status SpawnWorker(WorkerSpec spec, int64_t generation) {
+    if (o_.flight_recorder) {
+      const std::string dir = FlightRecorderDir(generation);
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      for (std::string& e : FlightRecorderEnv(spec.env, dir)) spec.env.push_back(std::move(e));
+    }
+    if (rank_logs_) {
+      TITAN_ASSIGN_OR_RETURN(WorkerPipes pipes,
+                             rank_logs_->Open(spec.rank, spec.local_rank, generation));
+      spec.stdout_fd = pipes.stdout_fd;
+      spec.stderr_fd = pipes.stderr_fd;
+    }
+    Status spawned = workers_.Spawn(spec);
+    if (rank_logs_) {
+      if (spawned.ok()) {
+        rank_logs_->Started(spec.rank, generation, workers_.workers().back().pid);
+      } else {
+        rank_logs_->Abandon(spec.rank, generation);
+      }
+    }
+    return spawned;
+  }
+  void StartGeneration(int64_t generation, int64_t wall_start_ns) {
+    generation_ = generation;
+    generation_wall_start_ns_ = wall_start_ns;
+  }
+  RankLogs* rank_logs() { return rank_logs_.get(); }
   // For the node-loss drill (ExitAsLostNode).
   void set_rendezvous(Rendezvous* rdzv) { rdzv_ = rdzv; }
 
@@ -101,7 +138,55 @@ class ProcessHost final : public MonitorHost {
   void Signal(pid_t pid, int sig) override { ::kill(pid, sig); }
   char ProcessState(pid_t pid) override { return ProcState(pid); }
   void CaptureStacks() override {
+    if (o_.flight_recorder) {
+      std::vector<int> ranks;
+      for (const Worker& w : workers_.workers()) {
+        if (w.running) ranks.push_back(w.rank);
+      }
+      DumpRequest r =
+          RequestFlightRecorderDumps(FlightRecorderDir(generation_), ranks, o_.dump_wait_ns);
+      log_.Write("flight_recorder", {{"dir", FlightRecorderDir(generation_)},
+                                     {"pipes", r.pipes},
+                                     {"dumps", r.dumps},
+                                     {"waited_s", r.waited_s},
+                                     {"note", r.pipes == 0 ? "no rank had a dump pipe (the Flight "
+                                                             "Recorder needs NCCL process groups)"
+                                                           : ""}});
+    }
     supervisor::CaptureStacks(workers_.workers(), o_.run_dir, o_.stack_wait_ns, log_);
+  }
+  int64_t OomKills() override { return workers_.cgroup().OomKills(); }
+  FailureFacts DiagnoseFailure(const std::string& kind, int64_t step,
+                               nlohmann::json* incident) override {
+    FailureFacts facts;
+    facts.kind = kind;
+    facts.step = step;
+    *incident = nullptr;
+    if (!o_.diagnose) return facts;
+    std::vector<std::string> files;
+    if (rank_logs_) {
+      rank_logs_->Drain(generation_, 2 * kNsPerSecond);  // what the workers wrote as they went
+      files = rank_logs_->Files(generation_);
+    }
+    files.push_back(log_.path());
+    const std::string kernel = fmt::format("{}/kernel.gen{}.log", o_.run_dir, generation_);
+    auto lines = CaptureKernelLog(kernel, generation_wall_start_ns_ - kNsPerSecond, 4 << 20);
+    if (lines.ok()) {
+      if (*lines > 0) files.push_back(kernel);
+    } else if (!kernel_log_warned_) {
+      kernel_log_warned_ = true;
+      log_.Write(
+          "warning",
+          {{"what", fmt::format("the kernel log is not read: {}", lines.status().message())}});
+    }
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(FlightRecorderDir(generation_), ec)) {
+      if (e.is_regular_file()) files.push_back(e.path().string());
+    }
+    std::vector<int64_t> pids;
+    for (const Worker& w : workers_.workers()) pids.push_back(w.pid);
+    return supervisor::DiagnoseFailure(files, generation_wall_start_ns_, kind, step, kernel, pids,
+                                       incident);
   }
   void Sleep(int64_t ns) override { ::usleep(static_cast<useconds_t>(ns / kNsPerUs)); }
   [[noreturn]] void ExitAsLostNode() override {
@@ -144,11 +229,19 @@ class ProcessHost final : public MonitorHost {
     }
   }
 
+  std::string FlightRecorderDir(int64_t generation) const {
+    return fmt::format("{}/fr/gen{}", o_.run_dir, generation);
+  }
+
   const RunOptions& o_;
   RunLog& log_;
   Rendezvous* rdzv_ = nullptr;
   EventQueue queue_;
   WorkerGroup workers_;
+  std::unique_ptr<RankLogs> rank_logs_;  // declared after workers_: destroyed before them
+  int64_t generation_ = 0;
+  int64_t generation_wall_start_ns_ = 0;
+  bool kernel_log_warned_ = false;
   int sigfd_ = -1;
   int stop_signal_ = 0;
 };
@@ -247,10 +340,10 @@ class Supervisor {
       if (outcome == Outcome::kFatal) return Finish(1);
       // kRestart: the workers are stopped.
       if (budget_.Exhausted()) {
+        // The failure's own decision said "stop" already; one failure gets one decision.
         log_.Write(
-            "decision",
-            {{"action", "give-up"},
-             {"reason", fmt::format("restart budget of {} spent", o_.restart.max_restarts)}});
+            "finish",
+            {{"reason", fmt::format("restart budget of {} spent", o_.restart.max_restarts)}});
         return Finish(1);
       }
       backoff_ns_ = budget_.Take();
@@ -360,12 +453,15 @@ class Supervisor {
     gen_wall_start_ns_ = WallNowNs();
     WorkerGroup& workers = host_.group();
     workers.Clear();
+    host_.StartGeneration(a.generation, gen_wall_start_ns_);
     for (int lr = 0; lr < o_.nproc_per_node; ++lr) {
-      TITAN_RETURN_IF_ERROR(workers.Spawn(WorkerSpecFor(o_, a, lr, base_env_, restart_count_)));
+      TITAN_RETURN_IF_ERROR(
+          host_.SpawnWorker(WorkerSpecFor(o_, a, lr, base_env_, restart_count_), a.generation));
     }
     json pids = json::array();
     for (const Worker& w : workers.workers()) pids.push_back({{"rank", w.rank}, {"pid", w.pid}});
     log_.Write("spawn", {{"generation", a.generation},
+                         {"host", o_.scheduler_node},
                          {"workers", pids},
                          {"restart_count", restart_count_},
                          {"restart_reason", ReasonText(a.reason)}});
@@ -448,6 +544,8 @@ class Supervisor {
       log_.Write("warning", {{"what", "isolation actions still running at exit"}});
     }
     recovery.ReportIsolations();
+    if (RankLogs* logs = host_.rank_logs()) outputs_.SetRankLogStats(logs->stats(), logs->dir());
+    outputs_.SetVerdict(recovery.last_diagnosis(), recovery.last_decision());
     code = outputs_.Finish(code, MonoNowNs(), current_, host_.queue().dropped(), restart_count_);
     rdzv_->Leave();
     return code;

@@ -56,7 +56,22 @@ struct RunOptions {
   // checkpoint_dir is each node's own disk (exported as TITAN_CHECKPOINT_NODE_LOCAL=1): ranks
   // commit at the mirror, and every node prefetches the data files of its own ranks.
   bool checkpoint_node_local = false;
-  std::string log_dir;  // per-worker stdout+stderr files; empty: inherit
+  // Each rank's stdout and stderr, bounded (RankLogs) in log_dir (default RUN_DIR/ranks) and shown
+  // on titan run's terminal too; rank_logs false: workers inherit titan run's stdout/stderr.
+  bool rank_logs = true;
+  std::string log_dir;
+  int64_t rank_log_bytes = int64_t{64} << 20;  // per rank and generation
+  // Turn PyTorch's NCCL Flight Recorder on where the user has not (failure_evidence.h); on a
+  // hang, ask for the dumps and wait up to dump_wait_ns.
+  bool flight_recorder = true;
+  int64_t dump_wait_ns = int64_t{5} * 1'000'000'000;
+  // Diagnose each failure (src/diagnose) and decide by its class (failure_policy.h).
+  bool diagnose = true;
+  double isolate_confidence = 0.7;
+  int64_t isolate_interval_ns = int64_t{10} * 60 * 1'000'000'000;
+  // > 0: memory limit of the workers' cgroup (where titan run can make one); OOM kills in it are
+  // counted from its memory.events.
+  int64_t memory_max_bytes = 0;
   RestartOptions restart;
   int64_t failure_grace_ns = 1'000'000'000;  // SIGTERM -> SIGKILL when recovering
   int64_t term_grace_ns = 30'000'000'000;    // on SIGTERM to titan run (preemption)

@@ -114,6 +114,8 @@ Status WorkerGroup::Spawn(const WorkerSpec& spec) {
   for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   const char* cgroup_procs = cgroup_.valid() ? cgroup_.procs_path().c_str() : nullptr;
+  const char* memory_procs =
+      cgroup_.memory_procs_path().empty() ? nullptr : cgroup_.memory_procs_path().c_str();
   std::vector<char*> envp;
   for (const std::string& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
@@ -140,13 +142,17 @@ Status WorkerGroup::Spawn(const WorkerSpec& spec) {
   if (pid == 0) {
     ::setpgid(0, 0);
     if (cgroup_procs != nullptr) JobCgroup::JoinSelf(cgroup_procs);  // best effort
+    if (memory_procs != nullptr) JobCgroup::JoinSelf(memory_procs);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
     sigset_t empty;
     sigemptyset(&empty);
     ::sigprocmask(SIG_SETMASK, &empty, nullptr);
     for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
-    if (log_fd >= 0) {
+    if (spec.stdout_fd >= 0 && spec.stderr_fd >= 0) {
+      ::dup2(spec.stdout_fd, 1);
+      ::dup2(spec.stderr_fd, 2);
+    } else if (log_fd >= 0) {
       ::dup2(log_fd, 1);
       ::dup2(log_fd, 2);
     }

@@ -45,6 +45,9 @@ struct WorkerSpec {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH
   std::vector<std::string> env;   // the complete environment, "KEY=VALUE"
   std::string log_path;           // empty: inherit stdout/stderr; else both go to this file
+  // >= 0: the worker's stdout / stderr (RankLogs' pipes); they take precedence over log_path.
+  int stdout_fd = -1;
+  int stderr_fd = -1;
 };
 
 struct Worker {

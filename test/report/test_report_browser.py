@@ -376,7 +376,10 @@ def test_run_report(work, run_dir):
     assert "injected crash" in labels and "crash" in labels and "restart" in labels, labels
     steps = next(b for s in data["sections"] for b in s["blocks"] if b.get("title") == "Step time per rank")
     assert len(steps["series"]) == 2, steps["series"]
-    check_page(out, "run", min_plots=3)
+    # The ranks mark their compute (client.mark("compute")): plotted per rank too.
+    compute = next(b for s in data["sections"] for b in s["blocks"] if b.get("title") == "Compute time per rank")
+    assert len(compute["series"]) == 2, compute["series"]
+    check_page(out, "run", min_plots=4)
 
 
 def test_agent_dump_report(work, agent_dump):
@@ -389,6 +392,30 @@ def test_agent_dump_report(work, agent_dump):
     steps = next(b for b in blocks if b.get("title") == "Step time per rank")
     assert max(v for v in steps["data"][2] if v is not None) >= 290, "the 300 ms step is lost"
     check_page(out, "agent", min_plots=3)
+
+
+def test_diagnosis_report(work):
+    """titan diagnose --json drawn: the incident's lines across ranks on one clock, root marked."""
+    logs = work / "diag-logs"
+    logs.mkdir(exist_ok=True)
+    (logs / "dmesg.log").write_text(
+        "[Mon May  6 10:00:04 2024] NVRM: Xid (PCI:0000:3b:00): 79, pid=777, name=python3, "
+        "GPU has fallen off the bus.\n")
+    (logs / "rank0.log").write_text("".join(
+        f"2024-05-06 10:10:0{r} [rank{r}]:[E ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught "
+        f"collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        f"Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n" for r in range(4)))
+    diagnosis = work / "diagnosis.json"
+    run([TITAN, "diagnose", str(logs), "--json", str(diagnosis), "-q"])
+    out = work / "diagnosis.html"
+    report([diagnosis], out)
+    data = page_data(out)
+    blocks = [b for s in data["sections"] if s["title"] == "Diagnosis" for b in s["blocks"]]
+    timeline = next(b for b in blocks if b.get("title") == "Incident 1: its lines across ranks")
+    assert [m["label"] for m in timeline["marks"]] == ["root"]
+    lines = next(b for b in blocks if b.get("title", "").startswith("Incident 1: gpu_hardware"))
+    assert lines["rows"][0][0] == "ROOT" and "Xid" in lines["rows"][0][4], lines["rows"][0]
+    check_page(out, "diagnosis", min_plots=1)
 
 
 def test_gateway_report(work, gateway_log):

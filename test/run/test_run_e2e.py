@@ -17,6 +17,7 @@ import time
 import urllib.request
 
 import pytest
+from titan_process import events, launch
 
 TITAN = os.environ.get("TITAN_BIN", "")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -78,22 +79,7 @@ def titan_run(tmp, name, extra, train_args=(), timeout=120, wait=True):
            "--failure-grace", "1", "--quiet", *extra, "--",
            PY, EXAMPLE, "--steps", str(STEPS), "--ckpt-every", "10",
            "--out", os.path.join(run_dir, "result.json"), *train_args]
-    log = open(os.path.join(run_dir, "titan.log"), "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy())
-    if not wait:
-        return proc, run_dir
-    try:
-        proc.wait(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, run_dir
-
-
-def events(run_dir):
-    with open(os.path.join(run_dir, "events.jsonl")) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return launch(cmd, os.path.join(run_dir, "titan.log"), timeout, wait), run_dir
 
 
 def result(run_dir):

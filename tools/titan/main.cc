@@ -7,6 +7,7 @@
 #include "src/checkpoint/ckpt_command.h"
 #include "src/cluster/k8s/k8s_command.h"
 #include "src/demo/demo_command.h"
+#include "src/diagnose/diagnose_command.h"
 #include "src/gateway/gateway_command.h"
 #include "src/load/load_command.h"
 #include "src/plan/plan_command.h"
@@ -41,6 +42,8 @@ constexpr Subcommand kSubcommands[] = {
      titan::PlanCommand},
     {"trace", "analyse multi-rank PyTorch profiler traces; merge agent telemetry",
      titan::TraceCommand},
+    {"diagnose", "root cause, culprit and action from a failed or hung job's logs",
+     titan::DiagnoseCommand},
     {"gateway", "OpenAI-compatible proxy: admission, limits, routing, batching, ejection",
      titan::gateway::GatewayCommand},
     {"report", "one self-contained HTML page with plots of titan results",
