@@ -1,5 +1,6 @@
 #include "src/fleet/diagnose_source.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -41,7 +42,18 @@ bool LooksLikeDiagnoseVerdict(std::string_view text) {
   text = Trim(text);
   if (text.empty() || text[0] != '{') return false;
   size_t key = text.find('"');
-  return key != std::string_view::npos && text.substr(key, 11) == "\"incidents\"";
+  if (key != std::string_view::npos && text.substr(key, 11) == "\"incidents\"") return true;
+  // titan diagnose --json writes its keys sorted ("files" first) and names itself in "kind".
+  for (size_t at = text.find("\"kind\""); at != std::string_view::npos;
+       at = text.find("\"kind\"", at + 1)) {
+    std::string_view rest = text.substr(at + 6);
+    rest.remove_prefix(std::min(rest.size(), rest.find_first_not_of(" \t\r\n")));
+    if (rest.empty() || rest[0] != ':') continue;
+    rest.remove_prefix(1);
+    rest.remove_prefix(std::min(rest.size(), rest.find_first_not_of(" \t\r\n")));
+    if (rest.substr(0, 16) == "\"titan.diagnose\"") return true;
+  }
+  return false;
 }
 
 void ReadDiagnoseVerdict(std::string_view text, std::string_view source, HistoryBuilder* builder) {
@@ -78,8 +90,13 @@ void ReadDiagnoseVerdict(std::string_view text, std::string_view source, History
       continue;
     }
     std::string cls = Text(inc, "class");
-    std::string detail = fmt::format("gpu {} rank {}: {}", Text(*culprit, "gpu"),
-                                     Text(*culprit, "rank"), Excerpt(Text(*root, "text"), 200));
+    std::string detail;  // "gpu G rank R: text", the parts the verdict names
+    for (const char* part : {"gpu", "rank"}) {
+      if (std::string v = Text(*culprit, part); !v.empty()) {
+        detail += fmt::format("{}{} {}", detail.empty() ? "" : " ", part, v);
+      }
+    }
+    detail += (detail.empty() ? "" : ": ") + Excerpt(Text(*root, "text"), 200);
     builder->Fail(node, time_seconds, cls.empty() ? "incident" : cls, std::move(detail));
   }
 }

@@ -200,6 +200,30 @@ TEST(DiagnoseSourceTest, IncidentsBecomeFailuresOfTheCulpritNode) {
   EXPECT_EQ(h->stats().skipped.at("incident without a culprit node"), 1);
 }
 
+// What titan diagnose --json writes (src/diagnose/report.cc): keys sorted, so "files" comes
+// first and "kind" names the document; the GPU is a PCI address.
+TEST(DiagnoseSourceTest, ReadsTitanDiagnoseOutputWithItsKeysSorted) {
+  const char* verdict = R"({
+  "files": [{"bytes": 783, "kind": "kernel_log", "path": "n7/dmesg.log"}],
+  "incidents": [{"action": "drain_node", "class": "gpu_hardware", "confidence": 0.9,
+    "culprit": {"gpu": "0000:9b:00.0", "node": "n7", "rank": null},
+    "root": {"file": "n7/dmesg.log", "line": 4, "text": "NVRM: Xid (PCI:0000:9b:00): 79",
+             "time": "2025-02-23T16:24:18Z"}, "symptoms": []}],
+  "kind": "titan.diagnose"
+})";
+  ASSERT_TRUE(LooksLikeDiagnoseVerdict(verdict));
+  EXPECT_FALSE(LooksLikeDiagnoseVerdict(R"({"files": [], "kind": "titan.other"})"));
+  EXPECT_FALSE(LooksLikeDiagnoseVerdict(R"({"files": [], "note": "kind"})"));
+  HistoryBuilder b;
+  ASSERT_TRUE(ReadHistoryText(verdict, "v.json", "", &b).ok());
+  auto history = std::move(b).Build();
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ(history->events().size(), 1u);
+  EXPECT_EQ(history->components()[history->events()[0].component].id, "n7");
+  EXPECT_EQ(history->failure_classes()[history->events()[0].failure_class], "gpu_hardware");
+  EXPECT_EQ(history->events()[0].text, "gpu 0000:9b:00.0: NVRM: Xid (PCI:0000:9b:00): 79");
+}
+
 TEST(RecorderSourceTest, SumsCountersOverGpusAndTakesTheHottestGpu) {
   const char* dump =
       "time_ns,series,value\n"
