@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A light worker for `titan run` benchmarks: no PyTorch (starts in ~0.1 s), steps of --step-ms
-milliseconds with titan.client step events, until --seconds have passed in total across
-restarts (a marker file in $TITAN_CHECKPOINT_DIR keeps the start time)."""
+milliseconds with titan.client step events (the first 80% "compute", marked with
+client.mark("compute") as a training step marks its local compute before its collectives),
+until --seconds have passed in total across restarts (a marker file in $TITAN_CHECKPOINT_DIR
+keeps the start time)."""
 import argparse
 import os
 import time
@@ -23,6 +25,8 @@ start = float(open(mark).read() or time.time())
 step = 0
 while time.time() - start < a.seconds:
     client.step_begin(step)
-    time.sleep(a.step_ms / 1000)
+    time.sleep(0.8 * a.step_ms / 1000)
+    client.mark("compute")
+    time.sleep(0.2 * a.step_ms / 1000)
     client.step_end(step)
     step += 1

@@ -145,8 +145,9 @@ def drawn_blocks(data):
     return sum(1 for s in data["sections"] for b in s["blocks"] if b["type"] in ("plot", "heatmap"))
 
 
-def check_page(html, kind, min_plots):
-    """The checks every report kind must pass in the browser."""
+def check_page(html, kind, min_plots, min_pixels=2000):
+    """The checks every report kind must pass in the browser. `min_pixels`: plot-colored pixels
+    the screenshot must have (a blank page has 0); lower only for plots of a few points."""
     size = os.path.getsize(html)
     assert size <= MAX_REPORT_BYTES, f"{html}: {size} bytes"
     data = page_data(html)
@@ -160,7 +161,7 @@ def check_page(html, kind, min_plots):
     assert b.connections == 0, f"{kind}: the page made {b.connections} network connection(s)"
     assert "Uncaught" not in b.stderr, b.stderr[-3000:]
     pixels = plot_pixels(png)
-    assert pixels > 2000, f"{kind}: screenshot has {pixels} plot pixels: blank?"
+    assert pixels > min_pixels, f"{kind}: screenshot has {pixels} plot pixels: blank?"
     if SCREENSHOTS:
         os.makedirs(SCREENSHOTS, exist_ok=True)
         shutil.copy(png, os.path.join(SCREENSHOTS, f"report-{kind}.png"))
@@ -415,7 +416,9 @@ def test_diagnosis_report(work):
     assert [m["label"] for m in timeline["marks"]] == ["root"]
     lines = next(b for b in blocks if b.get("title", "").startswith("Incident 1: gpu_hardware"))
     assert lines["rows"][0][0] == "ROOT" and "Xid" in lines["rows"][0][4], lines["rows"][0]
-    check_page(out, "diagnosis", min_plots=1)
+    # Five points and the root's mark line: a few hundred plot pixels (367 measured), not the
+    # thousands of the line plots' pages.
+    check_page(out, "diagnosis", min_plots=1, min_pixels=200)
 
 
 def test_gateway_report(work, gateway_log):
