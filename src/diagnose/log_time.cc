@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <ctime>
+#include <limits>
 
 namespace titan::diagnose {
 namespace {
@@ -105,7 +106,15 @@ class Cursor {
 
 bool ValidDate(int month, int day) { return month >= 1 && month <= 12 && day >= 1 && day <= 31; }
 
+// Seconds whose nanoseconds fit an int64_t (about +-292 years from the clock's zero): times
+// beyond are no time (a log's "9999-12-31" or "[999999999999.0]" would overflow).
+bool FitsInNs(int64_t seconds) {
+  constexpr int64_t kMaxSeconds = std::numeric_limits<int64_t>::max() / kNs - 1;
+  return seconds >= -kMaxSeconds && seconds <= kMaxSeconds;
+}
+
 LogTime Wall(int64_t epoch_seconds, int64_t frac_ns) {
+  if (!FitsInNs(epoch_seconds)) return {};
   return {ClockKind::kWall, epoch_seconds * kNs + frac_ns};
 }
 LogTime NoYear(int month, int day, int h, int m, int s, int64_t frac_ns) {
@@ -208,7 +217,7 @@ LogTime TryBoot(std::string_view line, size_t at) {
     ++n;
   }
   int64_t frac = 0;
-  if (n == 0 || !c.Fraction(&frac) || !c.Eat(']')) return {};
+  if (n == 0 || !c.Fraction(&frac) || !c.Eat(']') || !FitsInNs(seconds)) return {};
   return {ClockKind::kBoot, seconds * kNs + frac};
 }
 

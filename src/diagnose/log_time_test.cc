@@ -26,6 +26,15 @@ TEST(LogTimeTest, ReadsTheFormatsLogsUse) {
   EXPECT_EQ(Read("NCCL version 2.21.5+cuda12.4"), "");
 }
 
+// Times whose nanoseconds do not fit an int64_t are no time, not an overflow (UBSan found
+// "127942797604 * 1000000000 cannot be represented" through diagnose_text_fuzzer).
+TEST(LogTimeTest, TimesBeyondTheClocksRangeAreNoTime) {
+  EXPECT_EQ(Read("[Tue Apr  9 01:21:38 6024] NVRM: Xid"), "");
+  EXPECT_EQ(Read("9999-12-31T23:59:59Z x"), "");
+  EXPECT_EQ(Read("[999999999999.000001] Out of memory"), "");
+  EXPECT_EQ(Read("2200-01-01T00:00:00Z x"), "2200-01-01T00:00:00Z");
+}
+
 TEST(LogTimeTest, YearlessTimesArePlacedInAYear) {
   LogTime t = ParseLineTime("Mar  1 00:00:01 h kernel: x");
   EXPECT_EQ(FormatLogTime(PlaceInYear(t, 2023)), "2023-03-01T00:00:01Z");  // not a leap year
