@@ -21,9 +21,10 @@ def test_demo_ends_with_a_report_that_opens():
                            capture_output=True, text=True, timeout=420)
         assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
         # One verdict line on the injected straggler (rank 3), with what titan agent said of it.
-        # titan run names rank 3; the agent's agreement is not asserted: in a run on 2 loaded
-        # cores the line ended "titan agent named no straggler" (no agent transient called rank 3
-        # a straggler; not yet understood). A known gap, stated in issue 34's note.
+        # titan run names rank 3; the agent's agreement is not asserted: the line ends "titan
+        # agent named no straggler" (the agent's straggler score stays under 1 in the demo while
+        # titan run measures rank 3's compute at ~3x its peers'; cause not yet found). A known
+        # gap, stated in issue 34's note.
         verdict = re.search(r"^verdict: rank (\d+) is the straggler.*"
                             r"(titan agent agrees|but titan agent named rank \d+|"
                             r"titan agent named no straggler).*$", p.stdout, re.M)
