@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "src/base/atomic_file.h"
+#include "src/base/command_failure.h"
 #include "src/base/command_line.h"
 #include "src/base/duration.h"
 #include "src/base/duration_option.h"
@@ -16,20 +16,7 @@
 
 namespace titan::plan {
 
-int Fail(const Status& status) {
-  std::fprintf(stderr, "titan plan: %s\n", std::string(status.message()).c_str());
-  return status.code() == StatusCode::kInvalidArgument || status.code() == StatusCode::kNotFound
-             ? kExitUsageError
-             : 1;
-}
-
-Status WriteOutput(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return OkStatus();
-  }
-  return WriteFileAtomically(path, text);
-}
+int Fail(const Status& status) { return ReportCommandFailure("titan plan", status); }
 
 void AddSeriesFlags(CLI::App& app, SeriesFlags* f) {
   app.add_option("--value", f->value,

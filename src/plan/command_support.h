@@ -23,9 +23,6 @@ inline constexpr int64_t kDayNs = 24 * kHourNs;
 // otherwise.
 int Fail(const Status& status);
 
-// Writes `text` to `path` ("-": standard output), atomically for files.
-Status WriteOutput(const std::string& path, const std::string& text);
-
 // Where a series comes from and how it is put on a grid.
 struct SeriesFlags {
   std::string source;         // a file, "-", or http://host:port of a Prometheus

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/atomic_file.h"
 #include "src/base/command_line.h"
 #include "src/base/duration.h"
 #include "src/base/duration_option.h"
@@ -45,14 +46,14 @@ Status Export(const std::string& dir, const RegularSeries& s, const BacktestResu
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return ErrnoError(errno, fmt::format("creating {}", dir));
   }
-  TITAN_RETURN_IF_ERROR(WriteOutput(dir + "/series.csv", SeriesCsv(s)));
+  TITAN_RETURN_IF_ERROR(WriteFileAtomically(dir + "/series.csv", SeriesCsv(s)));
   // "key value..." lines: what R reads without a JSON package.
   std::string setup = fmt::format("steps_per_day {}\nstep_seconds {}\nhorizon {}\nlevels",
                                   r.season_steps, r.step_seconds, r.horizon_steps);
   for (double q : r.levels) setup += " " + LevelKey(q);
   setup += "\norigins";
   for (size_t o : r.origins) setup += fmt::format(" {}", o);
-  return WriteOutput(dir + "/setup.txt", setup + "\n");
+  return WriteFileAtomically(dir + "/setup.txt", setup + "\n");
 }
 
 }  // namespace
@@ -138,7 +139,7 @@ int DemandCommand(int argc, char** argv) {
     }
     if (!json_path.empty()) {
       nlohmann::json out = BacktestJson(*result);
-      if (Status s = WriteOutput(json_path, out.dump(1) + "\n"); !s.ok()) return Fail(s);
+      if (Status s = WriteFileAtomically(json_path, out.dump(1) + "\n"); !s.ok()) return Fail(s);
     }
     if (json_path != "-") std::fputs(FormatBacktest(*result).c_str(), stdout);
     return 0;
@@ -152,12 +153,13 @@ int DemandCommand(int argc, char** argv) {
   auto forecast = forecaster->Predict(*series, horizon_steps, *levels);
   if (!forecast.ok()) return Fail(forecast.status());
   if (!json_path.empty()) {
-    if (Status s = WriteOutput(json_path, DemandJson(*series, *forecast).dump(1) + "\n"); !s.ok()) {
+    if (Status s = WriteFileAtomically(json_path, DemandJson(*series, *forecast).dump(1) + "\n");
+        !s.ok()) {
       return Fail(s);
     }
   }
   if (!csv_path.empty()) {
-    if (Status s = WriteOutput(csv_path, ForecastCsv(*forecast)); !s.ok()) return Fail(s);
+    if (Status s = WriteFileAtomically(csv_path, ForecastCsv(*forecast)); !s.ok()) return Fail(s);
   }
   if (json_path != "-" && csv_path != "-") {
     std::fputs(FormatDemand(*series, *forecast).c_str(), stdout);

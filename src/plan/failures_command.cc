@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/atomic_file.h"
 #include "src/base/command_line.h"
 #include "src/base/duration_option.h"
 #include "src/fleet/read_history.h"
@@ -140,7 +141,7 @@ int FailuresCommand(int argc, char** argv) {
     out["backtest"] = checks;
   }
   if (!json_path.empty()) {
-    if (Status s = WriteOutput(json_path, out.dump(1) + "\n"); !s.ok()) return Fail(s);
+    if (Status s = WriteFileAtomically(json_path, out.dump(1) + "\n"); !s.ok()) return Fail(s);
   }
   if (json_path != "-") std::fputs(text.c_str(), stdout);
   return 0;

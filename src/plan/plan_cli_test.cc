@@ -26,22 +26,8 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-struct Output {
-  int exit_code = -1;
-  std::string out;
-};
-
-Output Shell(const std::string& command) {
-  Output result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using Output = titan::testing::ShellResult;
+Output Shell(const std::string& command) { return titan::testing::RunShell(command); }
 
 const std::string kTitan = std::string(TITAN_BINARY_DIR) + "/tools/titan/titan";
 
@@ -89,7 +75,7 @@ TEST(PlanCliTest, RForecastOnTheSameOrigins) {
   const std::string csv = Shared("helios/vc3sl_cluster_sequence.csv");
   TITAN_REQUIRE_SHARED_FILE(csv);
   if (Shell("Rscript -e 'library(forecast)'").exit_code != 0) {
-    if (const char* ci = std::getenv("CI"); ci != nullptr && std::string(ci) == "true") {
+    if (titan::testing::InCi()) {
       FAIL() << "R's forecast package is missing (scripts/bootstrap.sh installs r-cran-forecast)";
     }
     GTEST_SKIP() << "R's forecast package is not installed (r-cran-forecast)";
@@ -120,6 +106,8 @@ TEST(PlanCliTest, PrometheusRangeQueriesAreReadInChunks) {
   const std::string csv = Shared("helios/vcpDC_cluster_sequence.csv");
   TITAN_REQUIRE_SHARED_FILE(csv);
   if (!titan::testing::HaveProgram("prometheus") || !titan::testing::HaveProgram("promtool")) {
+    if (titan::testing::InCi())
+      FAIL() << "prometheus is missing (scripts/bootstrap.sh installs it)";
     GTEST_SKIP() << "prometheus is not installed (scripts/bootstrap.sh installs it)";
   }
   titan::testing::TempDir dir;

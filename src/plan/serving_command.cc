@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/atomic_file.h"
 #include "src/base/command_line.h"
 #include "src/base/duration_option.h"
 #include "src/plan/capacity.h"
@@ -86,7 +87,7 @@ int ServingCommand(int argc, char** argv) {
   if (!json_path.empty()) {
     nlohmann::json out = ServingPlanJson(*plan, *capacity, options);
     out["demand"] = {{"name", peaks->name}, {"forecast", peak_forecast->description}};
-    if (Status s = WriteOutput(json_path, out.dump(1) + "\n"); !s.ok()) return Fail(s);
+    if (Status s = WriteFileAtomically(json_path, out.dump(1) + "\n"); !s.ok()) return Fail(s);
   }
   if (json_path != "-") {
     std::printf("demand    %s (%s): %zu steps of history; peak forecast: %s\n", peaks->name.c_str(),

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/atomic_file.h"
 #include "src/base/command_line.h"
 #include "src/base/duration_option.h"
 #include "src/base/text.h"
@@ -259,7 +260,8 @@ int TrainingCommand(int argc, char** argv) {
   auto plan = PlanTraining(job, *fleet, options);
   if (!plan.ok()) return Fail(plan.status());
   if (!f.json_path.empty()) {
-    if (Status s = WriteOutput(f.json_path, TrainingPlanJson(job, *fleet, *plan).dump(1) + "\n");
+    if (Status s =
+            WriteFileAtomically(f.json_path, TrainingPlanJson(job, *fleet, *plan).dump(1) + "\n");
         !s.ok()) {
       return Fail(s);
     }

@@ -14,27 +14,14 @@
 #include <nlohmann/json.hpp>
 
 #include "src/fleet/shared_data_for_tests.h"
+#include "test/support/subprocess.h"
 
 namespace {
 
 using nlohmann::json;
 
-struct Output {
-  int exit_code = -1;
-  std::string out;
-};
-
-Output Shell(const std::string& command) {
-  Output result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using Output = titan::testing::ShellResult;
+Output Shell(const std::string& command) { return titan::testing::RunShell(command); }
 
 std::string Titan() { return std::string(TITAN_BINARY_DIR) + "/tools/titan/titan predict "; }
 

@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "src/base/atomic_file.h"
+#include "src/base/command_failure.h"
 #include "src/base/command_line.h"
 #include "src/base/csv.h"
 #include "src/base/duration_option.h"
@@ -29,21 +30,7 @@
 namespace titan {
 namespace {
 
-int Fail(const Status& status) {
-  std::fprintf(stderr, "titan predict: %s\n", std::string(status.message()).c_str());
-  return status.code() == StatusCode::kInvalidArgument || status.code() == StatusCode::kNotFound
-             ? kExitUsageError
-             : 1;
-}
-
-// Writes `text` to `path` ("-" for stdout).
-Status WriteOutput(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return OkStatus();
-  }
-  return WriteFileAtomically(path, text);
-}
+int Fail(const Status& status) { return ReportCommandFailure("titan predict", status); }
 
 Result<fleet::FleetHistory> LoadHistory(const std::vector<std::string>& paths) {
   auto h = fleet::ReadHistory(paths);
@@ -100,12 +87,13 @@ int Survival(int argc, char** argv) {
   if (!records_path.empty()) {
     auto csv = predict::SurvivalRecordsCsv(*history, o);
     if (!csv.ok()) return Fail(csv.status());
-    if (Status s = WriteOutput(records_path, *csv); !s.ok()) return Fail(s);
+    if (Status s = WriteFileAtomically(records_path, *csv); !s.ok()) return Fail(s);
   }
   auto analysis = predict::AnalyseSurvival(*history, o);
   if (!analysis.ok()) return Fail(analysis.status());
   if (!json_path.empty()) {
-    if (Status s = WriteOutput(json_path, JsonText(*analysis) + "\n"); !s.ok()) return Fail(s);
+    if (Status s = WriteFileAtomically(json_path, JsonText(*analysis) + "\n"); !s.ok())
+      return Fail(s);
   }
   if (json_path != "-" && records_path != "-") {
     std::fputs(predict::FormatSurvival(*analysis).c_str(), stdout);
@@ -161,7 +149,7 @@ int Risk(int argc, char** argv) {
   auto risk = predict::PredictRisk(*history, o);
   if (!risk.ok()) return Fail(risk.status());
   if (!json_path.empty()) {
-    if (Status s = WriteOutput(json_path, JsonText(*risk) + "\n"); !s.ok()) return Fail(s);
+    if (Status s = WriteFileAtomically(json_path, JsonText(*risk) + "\n"); !s.ok()) return Fail(s);
   }
   if (json_path != "-") std::fputs(predict::FormatRisk(*risk).c_str(), stdout);
   return 0;
@@ -206,7 +194,7 @@ int Backtest(int argc, char** argv) {
   auto bt = predict::RunBacktest(*history, o);
   if (!bt.ok()) return Fail(bt.status());
   if (!json_path.empty()) {
-    if (Status s = WriteOutput(json_path, JsonText(*bt) + "\n"); !s.ok()) return Fail(s);
+    if (Status s = WriteFileAtomically(json_path, JsonText(*bt) + "\n"); !s.ok()) return Fail(s);
   }
   if (json_path != "-") std::fputs(predict::FormatBacktest(*bt).c_str(), stdout);
   return 0;
@@ -272,7 +260,8 @@ int Features(int argc, char** argv) {
   }
   for (const auto& [name, opts] : {std::pair{"train.csv", train}, std::pair{"test.csv", test}}) {
     const predict::Landmarks l = predict::BuildLandmarks(*history, space, opts);
-    if (Status s = WriteOutput(dir + "/" + name, LandmarksCsv(*history, space, l)); !s.ok()) {
+    if (Status s = WriteFileAtomically(dir + "/" + name, LandmarksCsv(*history, space, l));
+        !s.ok()) {
       return Fail(s);
     }
     std::fprintf(stderr, "titan predict: %s: %zu rows\n", name, l.rows.size());
@@ -294,7 +283,8 @@ int Convert(int argc, char** argv) {
   if (std::optional<int> done = ParseCommandLine(app, argc, argv)) return *done;
   auto history = LoadHistory(paths);
   if (!history.ok()) return Fail(history.status());
-  if (Status s = WriteOutput(out, fleet::WriteFleetJsonl(*history)); !s.ok()) return Fail(s);
+  if (Status s = WriteFileAtomically(out, fleet::WriteFleetJsonl(*history)); !s.ok())
+    return Fail(s);
   return 0;
 }
 

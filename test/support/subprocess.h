@@ -59,4 +59,15 @@ std::string HttpGet(int port, const std::string& path, int* status = nullptr,
 // Whether a program is on PATH.
 bool HaveProgram(const std::string& name);
 
+// `command` run by /bin/sh to its end: its exit code (-1 if it did not exit) and its stdout and
+// stderr together.
+struct ShellResult {
+  int exit_code = -1;
+  std::string out;
+};
+ShellResult RunShell(const std::string& command);
+
+// Whether the tests run in CI (CI=true), where a missing tool or data set is a failure.
+bool InCi();
+
 }  // namespace titan::testing
