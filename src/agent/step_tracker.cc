@@ -196,6 +196,13 @@ void StepTracker::OnEvent(const AppEvent& e, int64_t receive_ns) {
   if (s == nullptr) return;
   switch (e.kind) {
     case wire::EventKind::kStepBegin:
+      // A new process of the rank (a restart, or the next job on this node) starts a new timeline:
+      // its step numbers start over, and the last process's steps are no peers of its own. Only
+      // step events count, so a forked helper that marks or checkpoints changes nothing.
+      if (e.pid > 0 && s->step_pid > 0 && e.pid != s->step_pid && e.rank >= 0) {
+        scorer_.Forget(e.rank);
+      }
+      if (e.pid > 0) s->step_pid = e.pid;
       s->step_begin_step = e.step;
       s->step_begin_ns = e.time_ns;
       s->compute_ns = -1;

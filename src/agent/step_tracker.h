@@ -68,6 +68,7 @@ class StepTracker {
     int64_t step_begin_ns = 0;
     int64_t compute_ns = -1;  // step_begin -> mark "compute" of the step in progress; -1: none
     int64_t checkpoint_begin_ns = 0;
+    int32_t step_pid = 0;  // the process that sent the rank's last step_begin; 0: unknown
     Series* step_duration = nullptr;
     Series* steps_total = nullptr;
     Series* straggler_score = nullptr;

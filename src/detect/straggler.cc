@@ -63,8 +63,9 @@ Status StragglerScorer::Observe(int64_t rank, int64_t step, int64_t duration_ns)
     it = index_.emplace(rank, static_cast<int32_t>(ranks_.size())).first;
     ranks_.push_back(RankState{rank, std::vector<Slot>(static_cast<size_t>(window))});
   }
-  ranks_[static_cast<size_t>(it->second)].slots[static_cast<size_t>(step % window)] =
-      Slot{step, duration_ns};
+  RankState& state = ranks_[static_cast<size_t>(it->second)];
+  state.slots[static_cast<size_t>(step % window)] = Slot{step, duration_ns};
+  state.max_step = std::max(state.max_step, step);
   max_step_ = std::max(max_step_, step);
   return OkStatus();
 }
@@ -78,6 +79,8 @@ void StragglerScorer::Forget(int64_t rank) {
   for (auto& [other, position] : index_) {
     if (position > removed) --position;
   }
+  max_step_ = -1;
+  for (const RankState& state : ranks_) max_step_ = std::max(max_step_, state.max_step);
 }
 
 std::vector<RankScore> StragglerScorer::Scores() const {

@@ -61,8 +61,10 @@ class StragglerScorer {
   // Steps older than the window are dropped silently (counted in stale_reports()).
   Status Observe(int64_t rank, int64_t step, int64_t duration_ns);
 
-  // Forgets `rank` and its reports (a rank that left the node), freeing its place among
-  // max_ranks. No-op for a rank never seen. O(ranks).
+  // Forgets `rank` and its reports (a rank that left the node, or whose process was replaced and
+  // starts a new timeline), freeing its place among max_ranks. The window then ends at the highest
+  // step the remaining ranks reported, so a job that starts over at step 0 after its ranks were
+  // forgotten is scored, not dropped as stale. No-op for a rank never seen. O(ranks).
   void Forget(int64_t rank);
 
   // One entry per rank seen, ordered by rank.
@@ -79,6 +81,7 @@ class StragglerScorer {
   struct RankState {
     int64_t rank;
     std::vector<Slot> slots;  // window_steps slots, indexed by step % window_steps
+    int64_t max_step = -1;    // the highest step the rank reported
   };
 
   StragglerScorerOptions options_;

@@ -156,5 +156,24 @@ TEST(StragglerScorerTest, ForgetFreesThePlaceOfARankThatLeft) {
   EXPECT_EQ(scores[1].rank, 7);
 }
 
+TEST(StragglerScorerTest, AJobThatStartsOverAfterItsRanksWereForgottenIsScored) {
+  // A healthy job of 100 steps, then the same ranks' new processes start over at step 0 with rank
+  // 2 slow for 20 steps. Its earlier timeline must neither drop the new steps as stale nor dilute
+  // them with the healthy steps 20..99 it left.
+  StragglerScorer scorer;
+  for (const Report& r : Job(4, 100, -1, 0, 1))
+    ASSERT_TRUE(scorer.Observe(r.rank, r.step, r.duration_ns).ok());
+  for (int rank = 0; rank < 4; ++rank) scorer.Forget(rank);
+  for (const Report& r : Job(4, 20, 2, 0.5, 2))
+    ASSERT_TRUE(scorer.Observe(r.rank, r.step, r.duration_ns).ok());
+  EXPECT_EQ(scorer.stale_reports(), 0);
+  const std::vector<RankScore> scores = scorer.Scores();
+  ASSERT_EQ(scores.size(), 4u);
+  for (const RankScore& s : scores) {
+    EXPECT_EQ(s.steps_seen, 20) << "rank " << s.rank;
+    EXPECT_EQ(s.is_straggler, s.rank == 2) << "rank " << s.rank << " score " << s.score;
+  }
+}
+
 }  // namespace
 }  // namespace titan
