@@ -84,6 +84,15 @@ const SignalDesc kUnmatched{"titan_app_events_unmatched_total",
                             {},
                             {}};
 
+// The straggler score describes the ranks' last steps, as titan run's straggler check does (its
+// window of 10 compute times): the agent scores it against the transient it is in, and a slowdown
+// of 20 steps is invisible in a window of 64 (the median lateness stays a healthy one).
+StragglerScorerOptions ScorerOptions() {
+  StragglerScorerOptions options;
+  options.window_steps = 10;
+  return options;
+}
+
 }  // namespace
 
 AppEvent ToAppEvent(const wire::ParsedEvent& e) {
@@ -101,6 +110,7 @@ AppEvent ToAppEvent(const wire::ParsedEvent& e) {
 StepTracker::StepTracker(MetricRegistry& registry, WatchedProcesses& processes, size_t max_ranks)
     : registry_(registry),
       processes_(processes),
+      scorer_(ScorerOptions()),
       max_ranks_(max_ranks),
       unmatched_(registry.GetOrCreate(kUnmatched, {}, 0)),
       evicted_(registry.GetOrCreate(kRanksEvicted, {}, 0)) {
