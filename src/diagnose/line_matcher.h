@@ -53,10 +53,18 @@ class LineMatcher {
   };
   Result<Scratch> NewScratch() const;
 
-  // Appends to *out the lines of `text` that some rule may match, in order of their begin
-  // offsets. `text` should end at a line boundary (a line cut by the buffer's end is scanned as
-  // far as it goes).
+  // Appends to *out the lines of `text` that some finding or context rule may match, in order of
+  // their begin offsets. Marker rules (RuleRole::kMarker) are not scanned here: see
+  // CountMarkers. `text` should end at a line boundary (a line cut by the buffer's end is
+  // scanned as far as it goes).
   Status Scan(std::string_view text, Scratch& scratch, std::vector<CandidateLine>* out) const;
+
+  // Adds to (*marker_lines)[i] the number of lines of `text` marker rule i matched (resized to
+  // size() when shorter). A separate pass from Scan, from Hyperscan's match alone: markers
+  // capture nothing for RE2 to confirm, they only name a file's kind, and on a rank's log they
+  // match nearly every line, so a reader can count them over a sample instead of every byte.
+  Status CountMarkers(std::string_view text, Scratch& scratch,
+                      std::vector<int64_t>* marker_lines) const;
 
   // Whether rule `index` matches `line` (RE2, unanchored); fills `groups` with its captures.
   bool Confirm(size_t index, std::string_view line, std::vector<std::string_view>* groups) const;
@@ -69,9 +77,12 @@ class LineMatcher {
 
  private:
   LineMatcher() = default;
+  // Compiles the marker rules (markers) or the others into a Hyperscan database (*db).
+  Status CompileDatabase(bool markers, void** db) const;
   struct Compiled;
   std::vector<const LineRule*> rules_;
   std::vector<std::string> prefilter_patterns_;
+  std::bitset<kMaxLineRules> markers_;  // the rules with RuleRole::kMarker
   std::unique_ptr<Compiled> compiled_;
 };
 

@@ -53,6 +53,10 @@ struct RankLogs::Stream {
   int64_t head_written = 0, tail_written = 0;
   bool head_full = false;
   bool disk_warned = false;
+  // Output read before Started() wrote the header (the worker runs as soon as it is forked):
+  // held here, at most kEarlyBytes, so that the header is the file's first line.
+  bool started = false;
+  std::string early;
   bool Closed() const { return read_fd[0] < 0 && read_fd[1] < 0; }
   // The worker has its own copies of the write ends (or will never run): only they keep the
   // pipes open from now on.
@@ -89,6 +93,7 @@ RankLogs::~RankLogs() {
   term_cv_.notify_all();
   if (terminal_.joinable()) terminal_.join();
   for (auto& s : streams_) {
+    if (!s->started) FlushEarly(*s);  // a worker never reported started: keep what it wrote
     for (int fd : s->read_fd) {
       if (fd >= 0) ::close(fd);
     }
@@ -148,13 +153,24 @@ void RankLogs::Started(int rank, int64_t generation, pid_t pid) {
         fmt::format("[titan run] rank {} (local rank {}) pid {} generation {} started {}\n", rank,
                     s->local_rank, pid, generation, IsoNow());
     WriteDisk(*s, header.data(), header.size());
+    FlushEarly(*s);
   }
+}
+
+void RankLogs::FlushEarly(Stream& s) {
+  s.started = true;
+  std::string early;
+  early.swap(s.early);
+  if (!early.empty()) WriteDisk(s, early.data(), early.size());
 }
 
 void RankLogs::Abandon(int rank, int64_t generation) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& s : streams_) {
-    if (s->rank == rank && s->generation == generation) s->CloseWriteEnds();
+    if (s->rank == rank && s->generation == generation) {
+      s->CloseWriteEnds();
+      FlushEarly(*s);
+    }
   }
 }
 
@@ -249,7 +265,13 @@ void RankLogs::Consume(Stream& s, int which, const char* data, size_t n) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.bytes_read += static_cast<int64_t>(n);
-    WriteDisk(s, data, n);
+    if (!s.started && s.early.size() + n <= kEarlyBytes) {
+      s.early.append(data, n);
+    } else {
+      // More than kEarlyBytes before Started(): written now, the header will follow it.
+      if (!s.started) FlushEarly(s);
+      WriteDisk(s, data, n);
+    }
   }
   if (!options_.tee) return;
   std::lock_guard<std::mutex> lock(term_mu_);

@@ -80,6 +80,9 @@ class RankLogs {
   void TerminalLoop();
   void Consume(Stream& s, int which, const char* data, size_t n);
   void WriteDisk(Stream& s, const char* data, size_t n);
+  // Marks `s` started and writes the output held before (mu_ held).
+  void FlushEarly(Stream& s);
+  static constexpr size_t kEarlyBytes = 1 << 20;
 
   const RankLogOptions options_;
   int epoll_fd_ = -1;

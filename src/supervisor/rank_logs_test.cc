@@ -62,6 +62,25 @@ TEST_F(RankLogsTest, SmallOutputIsKeptWholeWithAHeader) {
   EXPECT_EQ(logs.stats().bytes_on_disk_dropped, 0);
 }
 
+TEST_F(RankLogsTest, OutputReadBeforeTheWorkerIsReportedStartedFollowsTheHeader) {
+  // The worker runs as soon as it is forked: here all its output is read before Started().
+  RankLogs logs({dir_, 1 << 20, /*tee=*/false});
+  auto pipes = logs.Open(2, 0, 0);
+  ASSERT_TRUE(pipes.ok());
+  pid_t pid = Writer(*pipes, 10);
+  ::waitpid(pid, nullptr, 0);
+  const int64_t deadline = MonoNowNs() + 10 * kNsPerSecond;
+  while (logs.stats().bytes_read < 10 * 34 && MonoNowNs() < deadline) ::usleep(1000);
+  ASSERT_GE(logs.stats().bytes_read, 10 * 34);
+  logs.Started(2, 0, pid);
+  logs.Drain(0, 5 * kNsPerSecond);
+  auto files = logs.Files(0);
+  ASSERT_EQ(files.size(), 1u);
+  const std::string text = ReadAll(files[0]);
+  EXPECT_EQ(text.rfind("[titan run] rank 2 (local rank 0) pid ", 0), 0u) << text.substr(0, 100);
+  EXPECT_NE(text.find("line 000009"), std::string::npos);
+}
+
 TEST_F(RankLogsTest, LargeOutputKeepsItsStartAndItsEndWithinTheBound) {
   const int64_t bound = 256 << 10;
   RankLogs logs({dir_, bound, /*tee=*/false});

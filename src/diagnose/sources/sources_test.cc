@@ -23,6 +23,30 @@ using testing::DumpEntry;
 using testing::FlightRecorderPickle;
 using testing::TempDir;
 
+TEST(TextSourceTest, KindFromTheMarkersOfTheHeadAndFindingsFromEveryLine) {
+  TempDir dir;
+  // A rank's log: 3 MB of worker lines (markers on every line), NCCL's WARN deep inside.
+  std::string worker;
+  for (int i = 0; i < 40'000; ++i) {
+    worker += fmt::format("[rank3]:2024-05-06 10:56:41,123 INFO step {} loss 1.79 lr 3.0e-4\n", i);
+  }
+  worker +=
+      "gpu7:1234:1300 [3] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<4321> with "
+      "status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.0.0.1\n";
+  SourceOutput out = ReadLogFile(dir.Write("rank3.log", worker), {});
+  EXPECT_EQ(out.file.kind, "worker_output");
+  EXPECT_EQ(out.file.lines, 40'001);
+  ASSERT_FALSE(out.findings.empty());
+  EXPECT_EQ(out.findings.back().evidence.line, 40'001);
+
+  // No marker in the first 64 KiB: the kind comes from the first one after it.
+  std::string late(100'000, ' ');
+  for (size_t i = 99; i < late.size(); i += 100) late[i] = '\n';
+  late += "[  +0.000004] NVRM: Xid (PCI:0000:a1:00): 79, pid=1234, GPU has fallen off the bus.\n";
+  SourceOutput k = ReadLogFile(dir.Write("dmesg.txt", late), {});
+  EXPECT_EQ(k.file.kind, "kernel_log");
+}
+
 TEST(RasSourceTest, TextNamesTheUnresponsiveProcessAndItsRank) {
   TempDir dir;
   const std::string path =
