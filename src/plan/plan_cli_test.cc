@@ -213,4 +213,45 @@ TEST(PlanCliTest, TrainingPlanFromAFittedHistory) {
   EXPECT_GT(plan["cost_mean"].get<double>(), 0);
 }
 
+// titan report draws every plan: the forecast over its history, the backtest, the training and
+// serving plans and the failure projection. The sweep is a real `titan load sweep` of `titan
+// serve-sim` kept as the report fuzzer's seed.
+TEST(PlanCliTest, TitanReportDrawsEveryPlan) {
+  const std::string gc = titan::fleet::TitanGcFullCsv();
+  TITAN_REQUIRE_SHARED_FILE(gc);
+  const std::string helios = Shared("helios/vcpDC_cluster_sequence.csv");
+  const std::string azure = Shared("azure_llm/AzureLLMInferenceTrace_conv.csv");
+  const std::string sweep =
+      std::string(TITAN_SOURCE_DIR) + "/src/report/corpus/report_input_fuzzer/sweep.json";
+  titan::testing::TempDir dir;
+  const std::vector<std::string> commands = {
+      " plan demand " + helios + kDemand + " --step 1h --horizon 7d --json " + dir.File("d.json"),
+      " plan demand " + helios + kDemand + " --step 1h --horizon 1d --backtest --json " +
+          dir.File("b.json"),
+      " plan failures " + gc + " --backtest --json " + dir.File("f.json"),
+      " plan training --params 70e9 --tokens 2e12 --mfu 0.4 --tp 8 --pp 1 --deadline 30d "
+      "--checkpoint-write 60s --history " +
+          gc + " --json " + dir.File("t.json"),
+      " plan serving --demand " + azure + " --capacity " + sweep +
+          " --step 1m --resolution 1s --horizon 1h --price 2.5 --json " + dir.File("s.json")};
+  for (const std::string& c : commands) {
+    const Output o = Shell(kTitan + c);
+    ASSERT_EQ(o.exit_code, 0) << c << "\n" << o.out;
+  }
+  const Output o = Shell(kTitan + " report " + dir.File("d.json") + " " + dir.File("b.json") + " " +
+                         dir.File("t.json") + " " + dir.File("s.json") + " " + dir.File("f.json") +
+                         " -o " + dir.File("r.html"));
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("5 section(s), 6 plot(s)"));
+  std::ifstream f(dir.File("r.html"));
+  const std::string html((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (const char* title :
+       {"Demand: history and forecast", "Rolling-origin backtest", "Calibration of the quantiles",
+        "Candidates simulated", "Replicas per step", "Backtest of the 30-day projection",
+        "Backtest of the 90-day projection"}) {
+    EXPECT_THAT(html, HasSubstr(title));
+  }
+  EXPECT_THAT(html, HasSubstr("the band spans the 0.05 to 0.95 quantiles of the forecast"));
+}
+
 }  // namespace

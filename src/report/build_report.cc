@@ -28,6 +28,10 @@ std::vector<size_t> TopIndices(const std::vector<double>& values, size_t n) {
   return order;
 }
 
+double NumOrNaN(const nlohmann::json& value) {
+  return value.is_number() ? value.get<double>() : kNaN;
+}
+
 double Percentile(std::vector<double> values, double q) {
   values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return std::isnan(v); }),
                values.end());
@@ -75,6 +79,9 @@ Result<Report> BuildReport(const std::vector<Input>& inputs,
           break;
         case InputKind::kDiagnosis:
           AddDiagnosis(in, &report);
+          break;
+        case InputKind::kPlan:
+          AddPlan(in, &report);
           break;
         case InputKind::kRunEvents:
         case InputKind::kRunLedger:

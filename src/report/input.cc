@@ -19,8 +19,9 @@ using nlohmann::json;
 constexpr std::string_view kExpected =
     "expected the JSON of `titan load --json`, `titan load sweep --json`, `titan trace analyze "
     "--json`, `titan sim --json`, a `titan run` event log (events.jsonl) or ledger "
-    "(ledger.json), a `titan gateway` event log, a `titan agent` recorder dump, or `titan "
-    "predict survival|risk|backtest --json`";
+    "(ledger.json), a `titan gateway` event log, a `titan agent` recorder dump, `titan "
+    "predict survival|risk|backtest --json`, `titan diagnose --json` or `titan plan "
+    "demand|training|serving|failures --json`";
 
 bool IsAgentDump(const json& doc) {
   const auto it = doc.find("traceEvents");
@@ -59,6 +60,11 @@ Result<InputKind> Classify(const std::string& path, const json& doc) {
     if (kind == "titan.load.run") return InputKind::kLoadRun;
     if (kind == "titan.load.sweep") return InputKind::kLoadSweep;
     if (kind == "titan.diagnose") return InputKind::kDiagnosis;
+    if (kind == "titan.plan.demand" || kind == "titan.plan.backtest" ||
+        kind == "titan.plan.training" || kind == "titan.plan.serving" ||
+        kind == "titan.plan.failures") {
+      return InputKind::kPlan;
+    }
     if (!kind.empty() && kind.starts_with("titan.")) {
       return InvalidArgumentError(
           fmt::format("{}: a titan result of kind \"{}\" that this titan report does not draw; {}",
@@ -141,6 +147,8 @@ std::string_view InputKindName(InputKind kind) {
       return "predict";
     case InputKind::kDiagnosis:
       return "diagnosis";
+    case InputKind::kPlan:
+      return "plan";
   }
   return "unknown";
 }

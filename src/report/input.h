@@ -31,6 +31,7 @@ enum class InputKind {
   kPredict,        // titan predict survival|risk|backtest --json  {"kaplan_meier"|"components"|
                    //                                                "default_model",...}
   kDiagnosis,      // titan diagnose --json                {"kind":"titan.diagnose","incidents":..}
+  kPlan,           // titan plan demand|training|serving|failures --json  {"kind":"titan.plan.*"}
 };
 std::string_view InputKindName(InputKind kind);
 

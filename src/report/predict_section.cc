@@ -20,8 +20,6 @@ using nlohmann::json;
 constexpr int kGridPoints = 240;
 constexpr size_t kMaxCurves = 16;
 
-double NumOrNaN(const json& v) { return v.is_number() ? v.get<double>() : kNaN; }
-
 void AddSurvival(const Fields& a, Section* section) {
   const json& curves = a.Array("kaplan_meier");
   double max_days = 0;

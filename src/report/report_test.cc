@@ -104,6 +104,10 @@ TEST(RecogniseTest, TellsEachKindApart) {
                       "{\"type\":\"shed\",\"time_ns\":2}\n")
                 ->kind,
             InputKind::kGatewayEvents);
+  EXPECT_EQ(Recognise("a", R"({"kind":"titan.plan.demand"})")->kind, InputKind::kPlan);
+  EXPECT_EQ(
+      Recognise("a", R"({"kind":"titan.plan.backtest","default_model":"titan","models":{}})")->kind,
+      InputKind::kPlan);  // not titan predict's backtest, which has no kind
   EXPECT_FALSE(Recognise("a", R"({"kind":"titan.future.thing"})").ok());
 }
 

@@ -33,6 +33,10 @@ void AddGatewayLog(const Input& input, Report* report);
 // the backtest table and calibration plot (whichever the file is).
 void AddPredict(const Input& input, Report* report);
 void AddDiagnosis(const Input& input, Report* report);  // titan diagnose --json
+// titan plan: the demand forecast over its history, a backtest's scores and calibration, a
+// training plan with its simulated candidates, a serving plan's replicas per step, a fleet's
+// failure projection and its backtest.
+void AddPlan(const Input& input, Report* report);
 // One section per job: the event logs and ledgers of its nodes (from titan run's --event-log and
 // --ledger-json; a ledger's "event_log" names its log, and files in one directory go together).
 void AddRuns(const std::vector<const Input*>& files, Report* report);
@@ -48,6 +52,8 @@ Result<Report> BuildReport(const std::vector<Input>& inputs,
 std::string FormatSeconds(double seconds);
 // The indices of `values` sorted by value, descending; at most `n`.
 std::vector<size_t> TopIndices(const std::vector<double>& values, size_t n);
+// A JSON number as a double; anything else (null, absent, a string) is NaN.
+double NumOrNaN(const nlohmann::json& value);
 // Percentile q in [0, 1] of `values` (nearest rank; NaN ignored; NaN when none).
 double Percentile(std::vector<double> values, double q);
 
