@@ -4,7 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <numeric>
 
+#include "src/base/check.h"
 #include "src/plan/series.h"
 #include "src/predict/linalg.h"
 
@@ -76,35 +78,97 @@ std::vector<Cycle> CyclesFor(double step_seconds, size_t history_steps) {
   return cycles;
 }
 
+FourierTable::FourierTable(const std::vector<Cycle>& cycles, double start_seconds,
+                           double step_seconds, size_t rows)
+    : cycles_(cycles), rows_(rows), period_rows_(std::max<size_t>(rows, 1)) {
+  for (const Cycle& c : cycles) width_ += 2 * c.harmonics;
+  // The rows repeat with the longest cycle when every cycle is a whole number of steps (as
+  // CyclesFor's are, and the day divides the week): keep one period of them.
+  size_t period = 1;
+  for (const Cycle& c : cycles) {
+    const double steps = c.period_seconds / step_seconds;
+    if (!(steps >= 1) || std::fabs(steps - std::round(steps)) > 1e-9) {
+      period = 0;
+      break;
+    }
+    period = std::lcm(period, static_cast<size_t>(std::llround(steps)));
+  }
+  if (period > 0) period_rows_ = std::min(period_rows_, period);
+  const size_t kept = std::min(rows, period_rows_);
+  values_.reserve(kept * static_cast<size_t>(width_));
+  std::vector<double> row;
+  for (size_t i = 0; i < kept; ++i) {
+    Features(cycles, start_seconds + step_seconds * static_cast<double>(i), &row);
+    values_.insert(values_.end(), row.begin(), row.end());
+  }
+}
+
+int FourierTable::ColumnsOf(const std::vector<Cycle>& cycles) const {
+  if (cycles.size() > cycles_.size()) return -1;
+  int columns = 0;
+  for (size_t i = 0; i < cycles.size(); ++i) {
+    if (cycles[i].period_seconds != cycles_[i].period_seconds ||
+        cycles[i].harmonics != cycles_[i].harmonics) {
+      return -1;
+    }
+    columns += 2 * cycles[i].harmonics;
+  }
+  return columns;
+}
+
 SeasonalProfile SeasonalProfile::Fit(const std::vector<double>& residual, double start_seconds,
                                      double step_seconds, const std::vector<Cycle>& cycles,
                                      double half_life_steps) {
+  const FourierTable table(cycles, start_seconds, step_seconds, residual.size());
+  return Fit(residual, table, cycles, table.ColumnsOf(cycles), half_life_steps);
+}
+
+SeasonalProfile SeasonalProfile::Fit(const std::vector<double>& residual, const FourierTable& table,
+                                     const std::vector<Cycle>& cycles, int columns,
+                                     double half_life_steps) {
   SeasonalProfile profile;
   profile.cycles_ = cycles;
-  int p = 0;
-  for (const Cycle& c : cycles) p += 2 * c.harmonics;
-  if (p == 0) return profile;
+  const int p = columns;
+  if (p <= 0) return profile;
   const size_t n = residual.size();
-  std::vector<double> decay(n), robust(n, 1.0), row;
-  for (size_t i = 0; i < n; ++i) {
-    decay[i] = std::exp2(-static_cast<double>(n - 1 - i) / half_life_steps);
+  TITAN_CHECK(table.rows() >= n) << "a Fourier table of " << table.rows() << " rows for " << n;
+  // The weight of a row `age` steps before the last: a forecaster fits many origins of one series
+  // with one half-life, so the powers are kept per thread rather than recomputed per fit.
+  thread_local double cached_half_life = kNaN;
+  thread_local std::vector<double> decay_by_age;
+  if (!(cached_half_life == half_life_steps)) {
+    cached_half_life = half_life_steps;
+    decay_by_age.clear();
   }
-  std::vector<std::vector<double>> rows(n);
-  for (size_t i = 0; i < n; ++i) {
-    Features(cycles, start_seconds + step_seconds * static_cast<double>(i), &rows[i]);
+  while (decay_by_age.size() < n) {
+    decay_by_age.push_back(std::exp2(-static_cast<double>(decay_by_age.size()) / half_life_steps));
   }
-  std::vector<double> beta(p, 0.0), errors;
+  std::vector<double> robust(n, 1.0);
+  auto decay = [&](size_t i) { return decay_by_age[n - 1 - i]; };
+  // Rows i and i + period are the same terms: the normal equations sum the weights (and the
+  // weighted residuals) per phase first, then take one outer product per phase, not per row.
+  const size_t period = table.period_rows();
+  const size_t phases = std::min(n, period);
+  std::vector<double> beta(p, 0.0), errors, weight(phases), weighted(phases), phase_fit(phases);
   // Four bisquare iterations: the first is least squares; later ones weigh down outliers.
   for (int iteration = 0; iteration < 4; ++iteration) {
     std::vector<double> a(static_cast<size_t>(p) * p, 0.0), b(p, 0.0);
+    std::fill(weight.begin(), weight.end(), 0.0);
+    std::fill(weighted.begin(), weighted.end(), 0.0);
     for (size_t i = 0; i < n; ++i) {
       if (std::isnan(residual[i])) continue;
-      const double w = decay[i] * robust[i];
+      const double w = decay(i) * robust[i];
       if (w <= 0) continue;
-      const std::vector<double>& x = rows[i];
+      weight[i % period] += w;
+      weighted[i % period] += w * residual[i];
+    }
+    for (size_t k = 0; k < phases; ++k) {
+      if (weight[k] == 0) continue;
+      const double* x = table.Row(k);
       for (int r = 0; r < p; ++r) {
-        b[r] += w * x[r] * residual[i];
-        for (int c = 0; c <= r; ++c) a[r * p + c] += w * x[r] * x[c];
+        b[r] += weighted[k] * x[r];
+        const double wx = weight[k] * x[r];
+        for (int c = 0; c <= r; ++c) a[r * p + c] += wx * x[c];
       }
     }
     double trace = 0;
@@ -119,11 +183,14 @@ SeasonalProfile SeasonalProfile::Fit(const std::vector<double>& residual, double
     // Bisquare weights from the residuals' median absolute deviation.
     errors.clear();
     std::vector<double> fitted_error(n, kNaN);
+    for (size_t k = 0; k < phases; ++k) {
+      const double* x = table.Row(k);
+      phase_fit[k] = 0;
+      for (int r = 0; r < p; ++r) phase_fit[k] += beta[r] * x[r];
+    }
     for (size_t i = 0; i < n; ++i) {
       if (std::isnan(residual[i])) continue;
-      double fit = 0;
-      for (int r = 0; r < p; ++r) fit += beta[r] * rows[i][r];
-      fitted_error[i] = residual[i] - fit;
+      fitted_error[i] = residual[i] - phase_fit[i % period];
       errors.push_back(std::fabs(fitted_error[i]));
     }
     // Bisquare at 6 median absolute deviations; a series that is mostly fitted exactly (a
@@ -144,6 +211,13 @@ SeasonalProfile SeasonalProfile::Fit(const std::vector<double>& residual, double
   }
   profile.coefficients_ = std::move(beta);
   return profile;
+}
+
+double SeasonalProfile::At(const FourierTable& table, size_t i) const {
+  const double* x = table.Row(i);
+  double s = 0;
+  for (size_t r = 0; r < coefficients_.size(); ++r) s += coefficients_[r] * x[r];
+  return s;
 }
 
 double SeasonalProfile::At(double time_seconds) const {

@@ -32,6 +32,32 @@ struct Cycle {
 };
 std::vector<Cycle> CyclesFor(double step_seconds, size_t history_steps);
 
+// The Fourier terms of `cycles` at the times start_seconds + i * step_seconds, i < rows: sin and
+// cos per harmonic per cycle, in the cycles' order. Computed once per series and shared by its
+// fits (titan's forecaster fits ~31 origins of one grid; the sines were half its time).
+class FourierTable {
+ public:
+  FourierTable(const std::vector<Cycle>& cycles, double start_seconds, double step_seconds,
+               size_t rows);
+  size_t rows() const { return rows_; }
+  // The columns of `cycles` when they are the table's first cycles (CyclesFor drops the week of
+  // a short history, never the day); -1 otherwise.
+  int ColumnsOf(const std::vector<Cycle>& cycles) const;
+  // The rows repeat after period_rows() (the longest cycle in steps; rows() when the cycles are
+  // no whole number of steps): only one period is kept, and Row(i) is Row(i % period_rows()).
+  size_t period_rows() const { return period_rows_; }
+  const double* Row(size_t i) const {
+    return values_.data() + (i % period_rows_) * static_cast<size_t>(width_);
+  }
+
+ private:
+  std::vector<Cycle> cycles_;
+  int width_ = 0;
+  size_t rows_ = 0;
+  size_t period_rows_ = 1;
+  std::vector<double> values_;  // min(rows_, period_rows_) x width_
+};
+
 class SeasonalProfile {
  public:
   SeasonalProfile() = default;  // no seasonality: evaluates to 0
@@ -41,9 +67,15 @@ class SeasonalProfile {
   static SeasonalProfile Fit(const std::vector<double>& residual, double start_seconds,
                              double step_seconds, const std::vector<Cycle>& cycles,
                              double half_life_steps);
+  // The same on the first `columns` columns of `table` (ColumnsOf the cycles), whose row i is the
+  // time of residual[i]. Precondition: table.rows() >= residual.size().
+  static SeasonalProfile Fit(const std::vector<double>& residual, const FourierTable& table,
+                             const std::vector<Cycle>& cycles, int columns, double half_life_steps);
 
   // The profile at a time (0 without cycles).
   double At(double time_seconds) const;
+  // The profile at row i of the table it was fitted on (or one of the same cycles and times).
+  double At(const FourierTable& table, size_t i) const;
   bool empty() const { return coefficients_.empty(); }
 
  private:

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "src/base/check.h"
 #include "src/base/duration.h"
 #include "src/plan/seasonality.h"
 
@@ -36,7 +37,7 @@ double Decay(double steps_ahead, double half_life) {
   return std::exp2(-steps_ahead / half_life);
 }
 
-OriginFit FitAt(const RegularSeries& s, size_t origin, size_t horizon,
+OriginFit FitAt(const RegularSeries& s, const FourierTable& table, size_t origin, size_t horizon,
                 const std::vector<double>& full_median, size_t half) {
   OriginFit fit;
   fit.origin = origin;
@@ -50,11 +51,12 @@ OriginFit FitAt(const RegularSeries& s, size_t origin, size_t horizon,
   }
   const std::vector<Cycle> cycles = CyclesFor(s.step_seconds, origin);
   fit.has_cycles = !cycles.empty();
-  const SeasonalProfile profile =
-      SeasonalProfile::Fit(residual, s.start_seconds, s.step_seconds, cycles,
-                           std::max(2.0, kSeasonHalfLifeSeconds / s.step_seconds));
+  const int columns = table.ColumnsOf(cycles);
+  TITAN_CHECK(columns >= 0) << "an origin's cycles are the first of the whole history's";
+  const SeasonalProfile profile = SeasonalProfile::Fit(
+      residual, table, cycles, columns, std::max(2.0, kSeasonHalfLifeSeconds / s.step_seconds));
   fit.seasonal.resize(origin + horizon);
-  for (size_t t = 0; t < fit.seasonal.size(); ++t) fit.seasonal[t] = profile.At(s.TimeAt(t));
+  for (size_t t = 0; t < fit.seasonal.size(); ++t) fit.seasonal[t] = profile.At(table, t);
   return fit;
 }
 
@@ -138,6 +140,11 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
   const double steps_per_day = kDaySeconds / s.step_seconds;
   const size_t half = std::max<size_t>(1, static_cast<size_t>(steps_per_day / 2));
   const std::vector<double> full_median = RunningMedian(y, n, half);
+  // The Fourier terms of every fit below: the cycles of the whole history over it and the
+  // horizon (a fit at an early origin uses the day's columns when its history is too short for
+  // the week).
+  const FourierTable table(CyclesFor(s.step_seconds, n), s.start_seconds, s.step_seconds,
+                           n + horizon);
 
   // The grid: levels over 4, 8, ... steps and the whole history; half-lives 0, 1, 2, 4 ...
   // steps and infinite; gamma 0, 1/2, 1 when there is a cycle.
@@ -155,7 +162,7 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
     for (size_t k = 0; k < count; ++k) {
       const size_t o = first + (count == 1 ? 0 : k * (n - 1 - first) / (count - 1));
       if (!fits.empty() && fits.back().origin == o) continue;
-      fits.push_back(FitAt(s, o, std::min(horizon, n - o), full_median, half));
+      fits.push_back(FitAt(s, table, o, std::min(horizon, n - o), full_median, half));
     }
   }
   const bool seasonal =
@@ -244,7 +251,7 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
   }
 
   // The forecast from the whole history.
-  const OriginFit final_fit = FitAt(s, n, horizon, full_median, half);
+  const OriginFit final_fit = FitAt(s, table, n, horizon, full_median, half);
   const State st = StateAt(y, final_fit, best.gamma, best_window);
   Forecast f;
   f.model = std::string(name());
