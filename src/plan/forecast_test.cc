@@ -110,6 +110,33 @@ TEST(SeasonalNaiveTest, RepeatsTheLastDay) {
   EXPECT_THAT(f->point, ::testing::ElementsAre(7, 8, 9, 10, 7, 8));
 }
 
+TEST(SeasonalityTest, ATableKeepsOnePeriodAndAgreesWithTheTimes) {
+  // Three weeks of hourly values with daily and weekly cycles, noise and gaps.
+  std::vector<double> residual;
+  uint64_t state = 7;
+  for (int t = 0; t < 24 * 21; ++t) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double noise = static_cast<double>(state >> 11) / 9007199254740992.0 - 0.5;
+    residual.push_back(5 * std::sin(2 * M_PI * t / 24.0) + 3 * std::cos(2 * M_PI * t / 168.0) +
+                       noise);
+  }
+  residual[100] = kNaN;
+  const std::vector<Cycle> cycles = CyclesFor(3600, residual.size());
+  ASSERT_EQ(cycles.size(), 2u);
+  const FourierTable table(cycles, kStartSeconds, 3600, residual.size() + 48);
+  EXPECT_EQ(table.period_rows(), 168u);  // the week, which the day divides
+  for (int c = 0; c < 18; ++c) EXPECT_EQ(table.Row(5)[c], table.Row(5 + 2 * 168)[c]) << c;
+  // The day's columns alone are the table's first.
+  EXPECT_EQ(table.ColumnsOf({cycles[0]}), 2 * cycles[0].harmonics);
+  EXPECT_EQ(table.ColumnsOf({cycles[1]}), -1);
+  const SeasonalProfile by_time = SeasonalProfile::Fit(residual, kStartSeconds, 3600, cycles, 48);
+  const SeasonalProfile by_table =
+      SeasonalProfile::Fit(residual, table, cycles, table.ColumnsOf(cycles), 48);
+  for (size_t t = 0; t < table.rows(); ++t) {
+    EXPECT_NEAR(by_table.At(table, t), by_time.At(kStartSeconds + 3600.0 * t), 1e-9) << t;
+  }
+}
+
 TEST(SeasonalityTest, FitsADailyCycleThroughAnOutlier) {
   std::vector<double> residual;
   for (int t = 0; t < 24 * 14; ++t) residual.push_back(10 * std::cos(2 * M_PI * (t % 24) / 24.0));
