@@ -25,6 +25,8 @@ Result<json> Parse(std::string_view text, const std::string& source) {
     } catch (const json::parse_error& e) {
       return InvalidArgumentError(
           fmt::format("{}: not JSON (byte {}): {}", source, e.byte, Excerpt(e.what(), 200)));
+    } catch (const json::exception& e) {  // a number beyond a double's range: out_of_range
+      return InvalidArgumentError(fmt::format("{}: not JSON: {}", source, Excerpt(e.what(), 200)));
     }
     return InvalidArgumentError(fmt::format("{}: not JSON", source));
   }

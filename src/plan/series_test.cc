@@ -147,6 +147,12 @@ TEST(SeriesJsonTest, PrometheusErrorsAreQuoted) {
                                "q.json", "");
   ASSERT_FALSE(vector.ok());
   EXPECT_THAT(std::string(vector.status().message()), HasSubstr("query_range"));
+  // A number beyond a double's range (read_series_fuzzer's find) is an error, not an exception.
+  auto huge = ReadSeriesJson(
+      R"({"status":"success","data":{"resultType":"matrix","result":[{"values":[202e21320]}]}})",
+      "q.json", "");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(std::string(huge.status().message()), HasSubstr("q.json: not JSON"));
 }
 
 TEST(SeriesJsonTest, TitanLoadResultsGiveTheirTimelineOnTheWallClock) {

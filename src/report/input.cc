@@ -172,6 +172,9 @@ Result<Input> Recognise(const std::string& path, std::string_view content) {
     return InvalidArgumentError(fmt::format(
         "{}: invalid JSON at byte {}{}; {}", path, e.byte,
         at_end ? " (the file ends early: truncated, or still being written?)" : "", kExpected));
+  } catch (const json::exception& e) {  // a number beyond a double's range: out_of_range
+    return InvalidArgumentError(
+        fmt::format("{}: unreadable JSON: {}; {}", path, e.what(), kExpected));
   }
   TITAN_ASSIGN_OR_RETURN(InputKind kind, Classify(path, doc));
   return Input{path, kind, std::move(doc)};

@@ -74,6 +74,10 @@ TEST(RecogniseTest, NamesTheFileAndWhatWasExpected) {
   ASSERT_FALSE(cut.ok());
   EXPECT_THAT(cut.status().message(), HasSubstr("events.jsonl:2"));
   EXPECT_THAT(cut.status().message(), HasSubstr("cut"));
+  // A number beyond a double's range is an error, not an exception out of the reader.
+  Result<Input> huge = Recognise("big.json", R"({"kind":"titan.load.run","rate":202e21320})");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(huge.status().message(), HasSubstr("big.json"));
 }
 
 TEST(RecogniseTest, RefusesDeepNestingBeforeParsing) {
