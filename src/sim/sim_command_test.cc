@@ -1,33 +1,19 @@
 // Runs the real `titan sim` as a process (the titan binary) and checks exit codes and
 // output: what a user sees.
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "test/support/subprocess.h"
+
 namespace {
 
-struct Output {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr
-};
+using Output = titan::testing::ShellResult;
 
 Output RunCli(const std::string& args) {
-  const std::string command =
-      std::string(TITAN_BINARY_DIR) + "/tools/titan/titan sim " + args + " 2>&1";
-  Output result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return titan::testing::RunShell(std::string(TITAN_BINARY_DIR) + "/tools/titan/titan sim " + args);
 }
 
 std::string WriteFile(const std::string& name, const std::string& text) {
