@@ -72,6 +72,8 @@ std::string FormatDuration(int64_t ns) {
 std::string FormatDurationShort(int64_t ns) {
   const double abs_ns = std::abs(static_cast<double>(ns));
   if (ns == 0) return "0";
+  if (abs_ns >= 86400e9) return fmt::format("{:.1f}d", ns / 86400e9);
+  if (abs_ns >= 3600e9) return fmt::format("{:.1f}h", ns / 3600e9);
   if (abs_ns >= 10e9) return fmt::format("{:.1f}s", ns / 1e9);
   if (abs_ns >= 1e6) return fmt::format("{:.1f}ms", ns / 1e6);
   return fmt::format("{:.0f}us", ns / 1e3);

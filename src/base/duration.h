@@ -19,7 +19,8 @@ bool ParseDurationOrZeroNs(std::string_view text, int64_t* out_ns);
 // "1.5s", "2m", "800us", "17ns".
 std::string FormatDuration(int64_t ns);
 
-// Rounded for people, not parseable back exactly: "850us", "12.3ms", "14.2s", "0".
+// Rounded for people, not parseable back exactly: "850us", "12.3ms", "14.2s", "1.5h", "30.0d",
+// "0".
 std::string FormatDurationShort(int64_t ns);
 
 }  // namespace titan

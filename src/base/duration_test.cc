@@ -57,6 +57,8 @@ TEST(DurationTest, ShortFormIsRounded) {
   EXPECT_EQ(FormatDurationShort(850'400), "850us");
   EXPECT_EQ(FormatDurationShort(14'200'000'000), "14.2s");
   EXPECT_EQ(FormatDurationShort(0), "0");
+  EXPECT_EQ(FormatDurationShort(5400 * kNsPerSecond), "1.5h");
+  EXPECT_EQ(FormatDurationShort(30 * 86400 * kNsPerSecond), "30.0d");
 }
 
 // Every duration flag of titan takes the one syntax, bare seconds included, and a bad value is a

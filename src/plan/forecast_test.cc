@@ -80,6 +80,51 @@ TEST(TitanModelTest, GapsOutliersAndAnIdleDayLeaveFiniteOrderedNonNegativeQuanti
   }
 }
 
+// Hourly: `law(t)` plus Gaussian noise of sd `sd`, for `days` days.
+template <typename Law>
+RegularSeries Noisy(uint64_t seed, size_t days, double sd, Law law) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0, sd);
+  RegularSeries s;
+  s.start_seconds = kStartSeconds;
+  s.step_seconds = 3600;
+  for (size_t t = 0; t < days * 24; ++t) s.values.push_back(law(t) + noise(rng));
+  return s;
+}
+
+TEST(TitanModelTest, ARiseInTheHistoryIsNotCarriedIntoTheForecast) {
+  // Demand rose for two weeks and has stood at 100 for a week: the inner backtest's errors are
+  // mostly "too low" (its early origins saw the rise), which says nothing about the next days.
+  const RegularSeries s = Noisy(11, 21, 0.5, [](size_t t) {
+    return 100 * std::min(1.0, static_cast<double>(t) / (14 * 24));
+  });
+  auto f = MakeForecaster("titan")->Predict(s, 48, {0.05, 0.5, 0.95});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  double sum = 0;
+  for (size_t h = 0; h < 48; ++h) {
+    sum += f->point[h];
+    EXPECT_EQ(f->point[h], f->quantiles[1][h]) << "the point is the median at step " << h;
+  }
+  EXPECT_NEAR(sum / 48, 100, 1) << f->description;  // two sds of the noise
+}
+
+TEST(TitanModelTest, ASharpDailyShapeIsForecastByTheSeasonalMedian) {
+  // Two busy hours a day (100 GPUs, 10 otherwise): sharper than the profile's six daily
+  // harmonics can draw, and just what the same hour of the last days shows.
+  const RegularSeries s =
+      Noisy(5, 16, 2, [](size_t t) { return t % 24 == 9 || t % 24 == 10 ? 100.0 : 10.0; });
+  auto f = MakeForecaster("titan")->Predict(s, 48, {0.05, 0.5, 0.95});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  double error = 0;
+  for (size_t h = 0; h < 48; ++h) {
+    const size_t t = s.values.size() + h;
+    error += std::fabs(f->point[h] - (t % 24 == 9 || t % 24 == 10 ? 100.0 : 10.0));
+  }
+  // Within the noise (sd 2) of the true shape.
+  EXPECT_LT(error / 48, 2) << f->description;
+  EXPECT_THAT(f->description, HasSubstr("days at that time"));
+}
+
 TEST(TitanModelTest, AnAllZeroSeriesForecastsZero) {
   RegularSeries s;
   s.step_seconds = 600;

@@ -110,6 +110,53 @@ double Quantile(std::vector<double> v, double q) {
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
+// The seasonal median: the forecast for step h after origin o is the median of the values at
+// the same phase of the last `count` whole periods before o (NaN skipped), so count 1 is
+// seasonal naive and more periods weigh down one odd day. `fallback` where none is known.
+struct SeasonalMedian {
+  size_t period = 0;  // steps
+  int count = 1;
+};
+
+std::vector<double> SeasonalMedianPath(const std::vector<double>& y, size_t origin, size_t span,
+                                       const SeasonalMedian& m, double fallback) {
+  std::vector<double> path(span), values;
+  for (size_t h = 0; h < span; ++h) {
+    values.clear();
+    const size_t target = origin + h;
+    for (size_t back = (h / m.period + 1) * m.period;
+         back <= target && values.size() < static_cast<size_t>(m.count); back += m.period) {
+      if (!std::isnan(y[target - back])) values.push_back(y[target - back]);
+    }
+    path[h] = values.empty() ? fallback : WindowMedian(values, 0, values.size());
+  }
+  return path;
+}
+
+// Scores of point paths at the inner origins: the mean over steps ahead of the mean absolute
+// error at that step (steps no origin reaches are left out); infinite when nothing is scored.
+double PathScore(const std::vector<double>& y, const std::vector<OriginFit>& fits,
+                 const std::vector<std::vector<double>>& paths, size_t horizon) {
+  std::vector<double> sum(horizon, 0.0);
+  std::vector<int> count(horizon, 0);
+  for (size_t k = 0; k < fits.size(); ++k) {
+    for (size_t h = 0; h < paths[k].size(); ++h) {
+      const double actual = y[fits[k].origin + h];
+      if (std::isnan(actual) || std::isnan(paths[k][h])) continue;
+      sum[h] += std::fabs(actual - paths[k][h]);
+      ++count[h];
+    }
+  }
+  double score = 0;
+  int steps = 0;
+  for (size_t h = 0; h < horizon; ++h) {
+    if (count[h] == 0) continue;
+    score += sum[h] / count[h];
+    ++steps;
+  }
+  return steps == 0 ? kInf : score / steps;
+}
+
 }  // namespace
 
 Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int64_t horizon_steps,
@@ -218,18 +265,81 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
       }
     }
   }
-  const std::vector<size_t> best_window = {best.window};
+  auto profile_path = [&](const OriginFit& fit, size_t span) {
+    std::vector<double> path(span, kNaN);
+    const State st = StateAt(y, fit, best.gamma, {best.window});
+    if (std::isnan(st.last) || std::isnan(st.level[0])) return path;
+    for (size_t h = 0; h < span; ++h) {
+      path[h] = PointAt(fit, best.gamma, st.level[0], st.last, best.half_life, h);
+    }
+    return path;
+  };
+  auto span_at = [&](const OriginFit& fit) { return std::min(horizon, n - fit.origin); };
+  std::vector<std::vector<double>> profile_paths;
+  for (const OriginFit& fit : fits) profile_paths.push_back(profile_path(fit, span_at(fit)));
+
+  // The seasonal medians of the day and the week: whole numbers of steps that every inner
+  // origin has a period of history for.
+  std::vector<SeasonalMedian> medians;
+  const size_t earliest = fits.empty() ? 0 : fits.front().origin;
+  for (const auto& [period_seconds, counts] :
+       {std::pair{kDaySeconds, std::vector<int>{1, 3, 7}}, {7 * kDaySeconds, {1, 2}}}) {
+    const double steps = period_seconds / s.step_seconds;
+    if (std::fabs(steps - std::round(steps)) > 1e-9 || steps < 2) continue;
+    const size_t period = static_cast<size_t>(std::llround(steps));
+    if (earliest < period) continue;
+    for (int count : counts) medians.push_back({period, count});
+  }
+  auto median_path = [&](size_t origin, size_t span, const SeasonalMedian& m) {
+    return SeasonalMedianPath(y, origin, span, m, WindowMedian(y, 0, origin));
+  };
+  SeasonalMedian best_median;
+  double best_median_score = kInf;
+  std::vector<std::vector<double>> median_paths;
+  for (const SeasonalMedian& m : medians) {
+    std::vector<std::vector<double>> paths;
+    for (const OriginFit& fit : fits) paths.push_back(median_path(fit.origin, span_at(fit), m));
+    const double score = PathScore(y, fits, paths, horizon);
+    if (score < best_median_score) {
+      best_median_score = score;
+      best_median = m;
+      median_paths = std::move(paths);
+    }
+  }
+  // The mean of the two, which errs less than either where their errors differ.
+  auto mean_of = [](const std::vector<double>& a, const std::vector<double>& b) {
+    std::vector<double> out(a.size());
+    for (size_t h = 0; h < a.size(); ++h) out[h] = std::isnan(a[h]) ? b[h] : (a[h] + b[h]) / 2;
+    return out;
+  };
+  std::vector<std::vector<double>> mean_paths;
+  if (best_median.period > 0) {
+    for (size_t k = 0; k < fits.size(); ++k) {
+      mean_paths.push_back(mean_of(profile_paths[k], median_paths[k]));
+    }
+  }
+  const double mean_score = best_median.period > 0 ? PathScore(y, fits, mean_paths, horizon) : kInf;
+  enum class Choice { kProfile, kMedian, kMean } choice = Choice::kProfile;
+  double chosen_score = PathScore(y, fits, profile_paths, horizon);
+  if (best_median_score < chosen_score) {
+    choice = Choice::kMedian;
+    chosen_score = best_median_score;
+  }
+  if (mean_score < chosen_score) {
+    choice = Choice::kMean;
+    chosen_score = mean_score;
+  }
+  const std::vector<std::vector<double>>& chosen_paths = choice == Choice::kProfile  ? profile_paths
+                                                         : choice == Choice::kMedian ? median_paths
+                                                                                     : mean_paths;
 
   // The chosen model's inner errors by step ahead, for the quantiles.
   std::vector<std::vector<double>> errors(horizon);
-  for (const OriginFit& fit : fits) {
-    const State st = StateAt(y, fit, best.gamma, best_window);
-    if (std::isnan(st.last) || std::isnan(st.level[0])) continue;
-    for (size_t h = 0; h < std::min(horizon, n - fit.origin); ++h) {
-      const double actual = y[fit.origin + h];
-      if (std::isnan(actual)) continue;
-      errors[h].push_back(actual -
-                          PointAt(fit, best.gamma, st.level[0], st.last, best.half_life, h));
+  for (size_t k = 0; k < fits.size(); ++k) {
+    for (size_t h = 0; h < chosen_paths[k].size(); ++h) {
+      const double actual = y[fits[k].origin + h];
+      if (std::isnan(actual) || std::isnan(chosen_paths[k][h])) continue;
+      errors[h].push_back(actual - chosen_paths[k][h]);
     }
   }
   // Scale per step: the mean absolute error, non-decreasing; steps with fewer than 3 errors
@@ -252,26 +362,36 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
 
   // The forecast from the whole history.
   const OriginFit final_fit = FitAt(s, table, n, horizon, full_median, half);
-  const State st = StateAt(y, final_fit, best.gamma, best_window);
+  std::vector<double> center;
+  const std::vector<double> final_median =
+      best_median.period > 0 ? median_path(n, horizon, best_median) : std::vector<double>();
+  switch (choice) {
+    case Choice::kProfile:
+      center = profile_path(final_fit, horizon);
+      break;
+    case Choice::kMedian:
+      center = final_median;
+      break;
+    case Choice::kMean:
+      center = mean_of(profile_path(final_fit, horizon), final_median);
+      break;
+  }
   Forecast f;
   f.model = std::string(name());
   f.start_seconds = s.TimeAt(n);
   f.step_seconds = s.step_seconds;
   f.quantile_levels = levels;
-  f.point.resize(horizon);
-  std::vector<double> center(horizon);
-  for (size_t h = 0; h < horizon; ++h) {
-    center[h] = PointAt(final_fit, best.gamma, st.level[0], st.last, best.half_life, h);
-  }
+  f.point = center;
   if (standardised.size() >= 10) {
+    // The errors' median is taken out: a bias the inner backtest saw (the history rose, say)
+    // need not go on, and the point is the median of its own quantiles.
     const double median_z = Quantile(standardised, 0.5);
     for (double q : levels) {
-      const double z = Quantile(standardised, q);
+      const double z = Quantile(standardised, q) - median_z;
       std::vector<double> values(horizon);
       for (size_t h = 0; h < horizon; ++h) values[h] = center[h] + scale[h] * z;
       f.quantiles.push_back(std::move(values));
     }
-    for (size_t h = 0; h < horizon; ++h) f.point[h] = center[h] + scale[h] * median_z;
   } else {
     // Too short a history for an inner backtest: Gaussian intervals from the one-step changes,
     // growing with the square root of the steps ahead.
@@ -290,15 +410,27 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
       }
       f.quantiles.push_back(std::move(values));
     }
-    f.point = center;
   }
-  f.description = fmt::format(
-      "seasonal profile x{:g}{}, level = median over {}, reverts with half-life {}; chosen by "
-      "{} inner origins (MAE {:.4g})",
-      best.gamma, final_fit.has_cycles ? "" : " (no cycle: history too short)",
-      best.window >= n ? "the whole history"
-                       : Steps(static_cast<double>(best.window), s.step_seconds),
-      Steps(best.half_life, s.step_seconds), fits.size(), best_score);
+  const std::string profile_text =
+      fmt::format("seasonal profile x{:g}{}, level = median over {}, reverts with half-life {}",
+                  best.gamma, final_fit.has_cycles ? "" : " (no cycle: history too short)",
+                  best.window >= n ? "the whole history"
+                                   : Steps(static_cast<double>(best.window), s.step_seconds),
+                  Steps(best.half_life, s.step_seconds));
+  std::string median_text;
+  if (best_median.period > 0) {
+    const bool week = best_median.period * s.step_seconds >= 7 * kDaySeconds;
+    median_text = best_median.count == 1
+                      ? fmt::format("the value a {} earlier", week ? "week" : "day")
+                      : fmt::format("the median of the last {} {}s at that time", best_median.count,
+                                    week ? "week" : "day");
+  }
+  const std::string model_text =
+      choice == Choice::kProfile  ? profile_text
+      : choice == Choice::kMedian ? median_text
+                                  : fmt::format("the mean of {} and {}", profile_text, median_text);
+  f.description = fmt::format("{}; chosen by {} inner origins (MAE {:.4g})", model_text,
+                              fits.size(), chosen_score);
   FinishForecast(non_negative, &f);
   return f;
 }

@@ -12,10 +12,14 @@
 // gamma (0, 1/2, 1), W (1, 3, 7, 14 days, all) and tau (0, 1 h ... 7 d, infinite) are chosen per
 // series by an inner rolling-origin backtest on the history alone: up to kInnerOrigins origins in
 // its last two thirds, each fitted only on what came before it, scored by the mean absolute
-// error per horizon step averaged over the steps (so every step counts alike, as in MASE). The
-// quantiles are the point plus s(h) times quantiles of the pooled standardised errors of that
-// backtest, s(h) being the mean absolute error at step h made non-decreasing; the point is the
-// median of the same (so a bias the backtest saw is taken out).
+// error per horizon step averaged over the steps (so every step counts alike, as in MASE).
+// The same backtest scores the seasonal median (the median of the same time of the last 1, 3
+// or 7 days, or the last 1 or 2 weeks: seasonal naive and its robust kin, which draw a sharp
+// daily shape that a few harmonics cannot) and the mean of the two best; the one with the
+// least error is the forecast. The quantiles are the point plus s(h) times quantiles of the
+// pooled standardised errors of that backtest less their median, s(h) being the mean absolute
+// error at step h made non-decreasing: the point is the median, and a bias the inner backtest
+// saw (a history that rose) is not carried into the future.
 //
 // Thread safety: immutable; Predict is reentrant.
 #pragma once
