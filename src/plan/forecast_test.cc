@@ -10,6 +10,7 @@
 #include "src/plan/backtest.h"
 #include "src/plan/forecast.h"
 #include "src/plan/seasonality.h"
+#include "src/plan/titan_model.h"
 
 namespace titan::plan {
 namespace {
@@ -104,6 +105,8 @@ TEST(TitanModelTest, ARiseInTheHistoryIsNotCarriedIntoTheForecast) {
   for (size_t h = 0; h < 48; ++h) {
     sum += f->point[h];
     EXPECT_EQ(f->point[h], f->quantiles[1][h]) << "the point is the median at step " << h;
+    EXPECT_NEAR(f->point[h] - f->quantiles[0][h], f->quantiles[2][h] - f->point[h], 1e-9)
+        << "the band is symmetric at step " << h;
   }
   EXPECT_NEAR(sum / 48, 100, 1) << f->description;  // two sds of the noise
 }
@@ -123,6 +126,18 @@ TEST(TitanModelTest, ASharpDailyShapeIsForecastByTheSeasonalMedian) {
   // Within the noise (sd 2) of the true shape.
   EXPECT_LT(error / 48, 2) << f->description;
   EXPECT_THAT(f->description, HasSubstr("days at that time"));
+}
+
+TEST(TitanModelTest, TheErrorScaleGrowsWithTheStepsAheadWithoutRatchetingOnOneNoisyStep) {
+  // Step 1's errors are a noisy spike: a running maximum would keep 5 for every later step; the
+  // isotonic fit pools it with the steps after it. Step 4 has too few errors and joins step 3.
+  const std::vector<std::vector<double>> errors = {
+      {1, -1, 1}, {5, -5, 5}, {2, -2, 2}, {-3, 3, 3}, {9}};
+  const std::vector<double> scale = NonDecreasingMeanAbs(errors, 3);
+  ASSERT_EQ(scale.size(), 5u);
+  EXPECT_DOUBLE_EQ(scale[0], 1);
+  for (size_t h = 1; h < 5; ++h) EXPECT_DOUBLE_EQ(scale[h], 10.0 / 3) << h;
+  EXPECT_EQ(NonDecreasingMeanAbs({{1}, {2}}, 3), std::vector<double>({0, 0}));
 }
 
 TEST(TitanModelTest, AnAllZeroSeriesForecastsZero) {

@@ -159,6 +159,39 @@ double PathScore(const std::vector<double>& y, const std::vector<OriginFit>& fit
 
 }  // namespace
 
+std::vector<double> NonDecreasingMeanAbs(const std::vector<std::vector<double>>& errors,
+                                         size_t min_count) {
+  struct Block {
+    double mean;
+    double weight;
+    size_t steps;
+  };
+  std::vector<Block> blocks;
+  size_t leading = 0;  // steps before the first block
+  for (const std::vector<double>& at_step : errors) {
+    if (at_step.size() < min_count) {
+      (blocks.empty() ? leading : blocks.back().steps) += 1;
+      continue;
+    }
+    double sum = 0;
+    for (double e : at_step) sum += std::fabs(e);
+    const double weight = static_cast<double>(at_step.size());
+    blocks.push_back({sum / weight, weight, 1});
+    while (blocks.size() > 1 && blocks[blocks.size() - 2].mean > blocks.back().mean) {
+      const Block last = blocks.back();
+      blocks.pop_back();
+      Block& merged = blocks.back();
+      merged.mean =
+          (merged.mean * merged.weight + last.mean * last.weight) / (merged.weight + last.weight);
+      merged.weight += last.weight;
+      merged.steps += last.steps;
+    }
+  }
+  std::vector<double> out(leading, blocks.empty() ? 0.0 : blocks.front().mean);
+  for (const Block& b : blocks) out.insert(out.end(), b.steps, b.mean);
+  return out;
+}
+
 Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int64_t horizon_steps,
                                           const std::vector<double>& levels) const {
   if (horizon_steps < 1) return InvalidArgumentError("the horizon must be at least one step");
@@ -342,18 +375,10 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
       errors[h].push_back(actual - chosen_paths[k][h]);
     }
   }
-  // Scale per step: the mean absolute error, non-decreasing; steps with fewer than 3 errors
-  // take the previous step's.
-  std::vector<double> scale(horizon, 0.0);
-  double running = 0;
-  for (size_t h = 0; h < horizon; ++h) {
-    if (errors[h].size() >= 3) {
-      double sum = 0;
-      for (double e : errors[h]) sum += std::fabs(e);
-      running = std::max(running, sum / static_cast<double>(errors[h].size()));
-    }
-    scale[h] = running;
-  }
+  // Scale per step: the mean absolute error, made non-decreasing by isotonic regression (pool
+  // adjacent violators, weighted by the errors per step: a noisy high step does not ratchet up
+  // every later one); steps with fewer than 3 errors take the value of the block before them.
+  const std::vector<double> scale = NonDecreasingMeanAbs(errors, 3);
   std::vector<double> standardised;
   for (size_t h = 0; h < horizon; ++h) {
     if (scale[h] <= 0) continue;
@@ -384,10 +409,14 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
   f.point = center;
   if (standardised.size() >= 10) {
     // The errors' median is taken out: a bias the inner backtest saw (the history rose, say)
-    // need not go on, and the point is the median of its own quantiles.
+    // need not go on, and the point is the median of its own quantiles. The band is symmetric:
+    // each tail's quantile comes from the absolute errors of both (a few dozen inner origins
+    // say little about one tail alone).
     const double median_z = Quantile(standardised, 0.5);
+    std::vector<double> spread;
+    for (double z : standardised) spread.push_back(std::fabs(z - median_z));
     for (double q : levels) {
-      const double z = Quantile(standardised, q) - median_z;
+      const double z = (q < 0.5 ? -1 : 1) * Quantile(spread, std::fabs(2 * q - 1));
       std::vector<double> values(horizon);
       for (size_t h = 0; h < horizon; ++h) values[h] = center[h] + scale[h] * z;
       f.quantiles.push_back(std::move(values));

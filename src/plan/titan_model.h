@@ -16,10 +16,11 @@
 // The same backtest scores the seasonal median (the median of the same time of the last 1, 3
 // or 7 days, or the last 1 or 2 weeks: seasonal naive and its robust kin, which draw a sharp
 // daily shape that a few harmonics cannot) and the mean of the two best; the one with the
-// least error is the forecast. The quantiles are the point plus s(h) times quantiles of the
-// pooled standardised errors of that backtest less their median, s(h) being the mean absolute
-// error at step h made non-decreasing: the point is the median, and a bias the inner backtest
-// saw (a history that rose) is not carried into the future.
+// least error is the forecast. The quantiles are the point plus and minus s(h) times quantiles
+// of the pooled absolute standardised errors of that backtest about their median, s(h) being
+// the mean absolute error at step h fitted non-decreasing (isotonic regression): the point is
+// the median, the band is symmetric, and a bias the inner backtest saw (a history that rose) is
+// not carried into the future.
 //
 // Thread safety: immutable; Predict is reentrant.
 #pragma once
@@ -39,5 +40,12 @@ class TitanForecaster : public Forecaster {
   Result<Forecast> Predict(const RegularSeries& history, int64_t horizon_steps,
                            const std::vector<double>& levels) const override;
 };
+
+// The mean absolute value of errors[h] for each step h, fitted non-decreasing in h by pool
+// adjacent violators (isotonic regression weighted by the number of errors at each step);
+// steps with fewer than `min_count` errors join the block before them (the first block's value
+// before any block); all 0 when no step has enough. The result has errors.size() values.
+std::vector<double> NonDecreasingMeanAbs(const std::vector<std::vector<double>>& errors,
+                                         size_t min_count);
 
 }  // namespace titan::plan
