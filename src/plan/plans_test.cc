@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "src/plan/capacity.h"
+#include "src/plan/run_measurements.h"
 #include "src/plan/serving_plan.h"
 #include "src/plan/training_plan.h"
 
@@ -42,6 +43,52 @@ FleetFailures Rate(double per_thousand_node_days, double k = INFINITY) {
   f.dispersion_k = k;
   f.source = "test";
   return f;
+}
+
+// A run's events as titan run writes them (src/supervisor): two step windows, three
+// checkpoints with their commits, one restart.
+std::string RunEvents(bool async) {
+  const std::string mode = async ? "true" : "false";
+  const double background_ms = async ? 900 : 0;  // a sync checkpoint has no background part
+  std::string events =
+      R"({"type":"steps","ranks":[{"rank":0,"count":25,"p50_ms":75.7},{"rank":1,"count":25,"p50_ms":77.5}]})"
+      "\n"
+      R"({"type":"steps","ranks":[{"rank":0,"count":15,"p50_ms":76.1}]})"
+      "\n"
+      R"({"type":"restart","detect_to_exec_ms":358.2,"restart_count":1})"
+      "\n";
+  for (double blocking_ms : {102.9, 98.5, 100.1}) {
+    events += fmt::format(R"({{"type":"checkpoint","async":{},"blocking_ms":{}}})"
+                          "\n"
+                          R"({{"type":"checkpoint_committed","background_ms":{}}})"
+                          "\n",
+                          mode, blocking_ms, background_ms);
+  }
+  return events;
+}
+
+constexpr std::string_view kRunLedger =
+    R"({"world_size":2,"restarts":1,"ettr":0.45,"wall_seconds":6.9,"seconds":{"startup":2.9}})";
+
+TEST(RunMeasurementsTest, ASyncCheckpointsWriteIsItsStall) {
+  // A synchronous checkpoint's commit reports no background time: the write is the stall the
+  // training saw, not 0 (which would leave a plan without a checkpoint cost).
+  auto m = ParseRunFiles(kRunLedger, RunEvents(false), "run");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_FALSE(m->checkpoint_async);
+  EXPECT_NEAR(m->checkpoint_stall_seconds, 0.1001, 1e-9);
+  EXPECT_NEAR(m->checkpoint_write_seconds, 0.1001, 1e-9);
+  EXPECT_NEAR(m->step_seconds, 0.0761, 1e-9);
+  EXPECT_NEAR(m->restart_seconds, 0.3582 + 2.9 / 2, 1e-9);
+  EXPECT_EQ(m->world_size, 2);
+}
+
+TEST(RunMeasurementsTest, AnAsyncCheckpointsWriteIsItsBackgroundTime) {
+  auto m = ParseRunFiles(kRunLedger, RunEvents(true), "run");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE(m->checkpoint_async);
+  EXPECT_NEAR(m->checkpoint_stall_seconds, 0.1001, 1e-9);
+  EXPECT_NEAR(m->checkpoint_write_seconds, 0.9, 1e-9);
 }
 
 TEST(TrainingPlanTest, MeetsTheDeadlineWithWholeReplicasAndFewestGpus) {

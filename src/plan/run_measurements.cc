@@ -99,7 +99,9 @@ Result<RunMeasurements> ParseRunFiles(std::string_view ledger_json, std::string_
   }
   m.step_seconds = Median(steps);
   m.checkpoint_stall_seconds = Median(stalls);
-  m.checkpoint_write_seconds = writes.empty() ? m.checkpoint_stall_seconds : Median(writes);
+  // A synchronous checkpoint writes while the training waits: its commit has no background part.
+  m.checkpoint_write_seconds =
+      m.checkpoint_async && !writes.empty() ? Median(writes) : m.checkpoint_stall_seconds;
   const double generations = static_cast<double>(m.restarts + 1);
   m.restart_seconds = restarts.empty() ? 0 : Median(restarts) + startup / generations;
   return m;

@@ -125,8 +125,8 @@ def work():
 
 
 @pytest.fixture(scope="module")
-def baseline(work):
-    """The uninterrupted run: 2 workers on one node."""
+def baseline_dir(work):
+    """The uninterrupted run: 2 workers on one node, a synchronous checkpoint every 10 steps."""
     tmp = os.path.join(work, "baseline")
     rc, run_dir = titan_run(tmp, "run", ["--nproc-per-node", "2"])
     assert rc == 0, open(os.path.join(run_dir, "titan.log")).read()[-3000:]
@@ -135,7 +135,34 @@ def baseline(work):
         ledger = json.load(f)
     # No restart, so no restart time (the first spawn used to be charged to it).
     assert (ledger["restarts"], ledger["seconds"]["restart"]) == (0, 0.0), ledger
-    return result(run_dir)
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def baseline(baseline_dir):
+    return result(baseline_dir)
+
+
+def test_a_training_plan_takes_the_job_from_the_run_directory(baseline_dir):
+    """Issue 36: a titan run directory gives `titan plan training` the job's step time, world
+    size, checkpoint cost and measured ETTR. It failed with "give --checkpoint-write" when the
+    run's checkpoints were synchronous (their commits report no background time)."""
+    steps = 200000
+    out = subprocess.run([TITAN, "plan", "training", "--run", baseline_dir, "--steps", str(steps),
+                          "--failure-rate", "6.5", "--repair", "24h", "--deadline", "30d",
+                          "--json", "-"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    with open(os.path.join(baseline_dir, "ledger.json")) as f:
+        ledger = json.load(f)
+    assert plan["measured_ettr"] == pytest.approx(ledger["ettr"])
+    # The job's compute is the run's step time (the median of the ranks' windows, as
+    # src/plan/run_measurements.h defines it) x steps x the run's world size.
+    p50 = sorted(r["p50_ms"] / 1e3 for e in events(baseline_dir) if e["type"] == "steps"
+                 for r in e["ranks"] if r.get("p50_ms", 0) > 0)
+    gpu_hours = steps * p50[len(p50) // 2] * ledger["world_size"] / 3600
+    assert plan["plan"]["gpu_hours_mean"] == pytest.approx(gpu_hours, rel=0.05), out.stderr
+    assert plan["feasible"] and plan["plan"]["probability"] >= 0.9
 
 
 def test_crash_is_recovered_with_the_same_final_parameters(work, baseline):
