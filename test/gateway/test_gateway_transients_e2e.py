@@ -12,6 +12,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,6 +24,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "load"))
 from test_gateway_e2e import gateway, replicas, wait_for  # noqa: E402
 from test_load_e2e import TITAN, llama_server, load, serve_sim  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 pytestmark = pytest.mark.skipif(not TITAN or not os.path.exists(TITAN),
                                 reason="TITAN_BIN (the titan binary) is not built")
@@ -50,6 +53,17 @@ def access_log():
         yield path, lines
 
 
+def serving_plan(access_log_path):
+    """`titan plan serving` on a gateway access log, with a real `titan load sweep` of `titan
+    serve-sim` (the report fuzzer's seed) as the per-replica capacity."""
+    sweep = os.path.join(ROOT, "src", "report", "corpus", "report_input_fuzzer", "sweep.json")
+    out = subprocess.run([TITAN, "plan", "serving", "--demand", access_log_path, "--capacity",
+                          sweep, "--step", "1s", "--resolution", "1s", "--horizon", "5s",
+                          "--json", "-"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
 # ---------------------------------------------------------------------------------------------
 # A stall is seen while it lasts; the stalled replica gets nothing new until its first byte
 
@@ -64,7 +78,14 @@ def test_a_stalled_replica_gets_no_new_request_between_detection_and_its_first_b
                                 "--output-tokens", "24", "--timeout", "60s")
             evs = [e for e in events() if e.get("replica") == victim]
             log = lines()
+        plan = serving_plan(path)
     assert result["requests"]["ok"] == result["requests"]["planned"], result["requests"]
+    # Issue 36: the gateway's access log is the demand history of a serving plan: 20 requests/s
+    # came in, and that is the level forecast for the next seconds.
+    assert plan["demand"]["name"] == "requests", plan["demand"]
+    forecast_mean = sum(s["mean_demand"] for s in plan["steps"]) / len(plan["steps"])
+    assert 10 < forecast_mean < 30, plan["steps"]
+    assert plan["max_replicas"] >= 1, plan
     types = [e["type"] for e in evs]
     assert "stall" in types and "unstall" in types, types
     stall = next(e for e in evs if e["type"] == "stall")
