@@ -128,6 +128,23 @@ TEST(TitanModelTest, ASharpDailyShapeIsForecastByTheSeasonalMedian) {
   EXPECT_THAT(f->description, HasSubstr("days at that time"));
 }
 
+TEST(TitanModelTest, AQuietWeekendIsForecastAboutTheWeeksLevel) {
+  // Busy weekdays (60 GPUs), quiet weekends (5), a daily swing of +-10; 16 days from a Friday.
+  // A day's running median follows the weekend down, leaving the profile little of the weekly
+  // cycle; about a week's median the profile keeps it (this forecast's error was 13.3 without).
+  auto law = [](size_t t) {
+    const bool weekend = (t / 24 + 4) % 7 >= 5;  // 2020-05-01 was a Friday
+    return (weekend ? 5.0 : 60.0) + 10 * std::sin(2 * M_PI * static_cast<double>(t % 24) / 24);
+  };
+  const RegularSeries s = Noisy(3, 16, 4, law);
+  auto f = MakeForecaster("titan")->Predict(s, 168, {0.05, 0.5, 0.95});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  double error = 0;
+  for (size_t h = 0; h < 168; ++h) error += std::fabs(f->point[h] - law(s.values.size() + h));
+  EXPECT_LT(error / 168, 10) << f->description;
+  EXPECT_THAT(f->description, HasSubstr("the week's median"));
+}
+
 TEST(TitanModelTest, TheErrorScaleGrowsWithTheStepsAheadWithoutRatchetingOnOneNoisyStep) {
   // Step 1's errors are a noisy spike: a running maximum would keep 5 for every later step; the
   // isotonic fit pools it with the steps after it. Step 4 has too few errors and joins step 3.
@@ -194,6 +211,34 @@ TEST(SeasonalityTest, ATableKeepsOnePeriodAndAgreesWithTheTimes) {
       SeasonalProfile::Fit(residual, table, cycles, table.ColumnsOf(cycles), 48);
   for (size_t t = 0; t < table.rows(); ++t) {
     EXPECT_NEAR(by_table.At(table, t), by_time.At(kStartSeconds + 3600.0 * t), 1e-9) << t;
+  }
+}
+
+TEST(SeasonalityTest, SlidingMediansAreTheMediansOfTheirWindows) {
+  // Ties, gaps and windows cut by the start and by `end`, against sorting each window.
+  std::mt19937_64 rng(9);
+  std::uniform_int_distribution<int> value(0, 20);
+  std::vector<double> y(300);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = i % 17 == 3 ? kNaN : value(rng);
+  for (size_t i = 100; i < 140; ++i) y[i] = kNaN;  // a gap longer than a window
+  const RunningMedians medians(y);
+  for (size_t end : {1, 50, 299, 300}) {
+    for (size_t half : {0, 1, 6, 144}) {
+      for (size_t from : {size_t{0}, end / 2, end - 1}) {
+        const std::vector<double> got = medians.Of(end, half, from);
+        ASSERT_EQ(got.size(), end);
+        for (size_t i = 0; i < end; ++i) {
+          const double want =
+              i < from ? kNaN
+                       : WindowMedian(y, i >= half ? i - half : 0, std::min(end, i + half + 1));
+          if (std::isnan(want)) {
+            EXPECT_TRUE(std::isnan(got[i])) << end << " " << half << " " << from << " " << i;
+          } else {
+            EXPECT_EQ(got[i], want) << end << " " << half << " " << from << " " << i;
+          }
+        }
+      }
+    }
   }
 }
 

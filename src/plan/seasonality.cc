@@ -50,16 +50,62 @@ double WindowMedian(const std::vector<double>& values, size_t lo, size_t hi) {
 }
 
 std::vector<double> RunningMedian(const std::vector<double>& values, size_t end, size_t half) {
-  end = std::min(end, values.size());
-  std::vector<double> out(end, kNaN), window;
-  window.reserve(2 * half + 1);
-  for (size_t i = 0; i < end; ++i) {
-    window.clear();
-    const size_t lo = i >= half ? i - half : 0, hi = std::min(end, i + half + 1);
-    for (size_t j = lo; j < hi; ++j) {
-      if (!std::isnan(values[j])) window.push_back(values[j]);
+  return RunningMedians(values).Of(end, half);
+}
+
+RunningMedians::RunningMedians(const std::vector<double>& values)
+    : values_(values), rank_(values.size(), -1) {
+  std::vector<int32_t> order;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isnan(values[i])) order.push_back(static_cast<int32_t>(i));
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return values[a] < values[b]; });
+  sorted_.reserve(order.size());
+  for (size_t r = 0; r < order.size(); ++r) {
+    rank_[order[r]] = static_cast<int32_t>(r);
+    sorted_.push_back(values[order[r]]);
+  }
+}
+
+std::vector<double> RunningMedians::Of(size_t end, size_t half, size_t from) const {
+  end = std::min(end, values_.size());
+  std::vector<double> out(end, kNaN);
+  if (from >= end) return out;
+  // A Fenwick tree of counts by rank; tree[r] (1-based) covers ranks (r - lowbit(r), r].
+  const size_t ranks = sorted_.size();
+  std::vector<int32_t> tree(ranks + 1, 0);
+  size_t top = 1;
+  while (top * 2 <= ranks) top *= 2;
+  int32_t count = 0;
+  auto change = [&](size_t i, int32_t delta) {
+    if (rank_[i] < 0) return;
+    for (size_t r = static_cast<size_t>(rank_[i]) + 1; r <= ranks; r += r & (~r + 1)) {
+      tree[r] += delta;
     }
-    out[i] = MedianOf(&window);
+    count += delta;
+  };
+  // The k-th smallest (0-based) of the window.
+  auto kth = [&](int32_t k) {
+    size_t position = 0;
+    for (size_t step = top; step > 0; step /= 2) {
+      if (position + step <= ranks && tree[position + step] <= k) {
+        position += step;
+        k -= tree[position];
+      }
+    }
+    return sorted_[position];
+  };
+  // The window of i is [lo, hi): it starts as that of `from` and slides one step at a time.
+  size_t lo = from >= half ? from - half : 0, hi = std::min(end, from + half + 1);
+  for (size_t j = lo; j < hi; ++j) change(j, 1);
+  for (size_t i = from; i < end; ++i) {
+    const size_t want_lo = i >= half ? i - half : 0, want_hi = std::min(end, i + half + 1);
+    for (; hi < want_hi; ++hi) change(hi, 1);
+    for (; lo < want_lo; ++lo) change(lo, -1);
+    if (count == 0) continue;
+    const double upper = kth(count / 2);
+    out[i] = count % 2 == 1 ? upper : (kth(count / 2 - 1) + upper) / 2;
   }
   return out;
 }
@@ -151,7 +197,8 @@ SeasonalProfile SeasonalProfile::Fit(const std::vector<double>& residual, const 
   const size_t phases = std::min(n, period);
   std::vector<double> beta(p, 0.0), errors, weight(phases), weighted(phases), phase_fit(phases);
   // Four bisquare iterations: the first is least squares; later ones weigh down outliers.
-  for (int iteration = 0; iteration < 4; ++iteration) {
+  constexpr int kIterations = 4;
+  for (int iteration = 0; iteration < kIterations; ++iteration) {
     std::vector<double> a(static_cast<size_t>(p) * p, 0.0), b(p, 0.0);
     std::fill(weight.begin(), weight.end(), 0.0);
     std::fill(weighted.begin(), weighted.end(), 0.0);
@@ -180,6 +227,7 @@ SeasonalProfile SeasonalProfile::Fit(const std::vector<double>& residual, const 
     }
     if (!predict::InvertSpd(&a, p)) return SeasonalProfile();
     beta = predict::MatVec(a, b, p);
+    if (iteration == kIterations - 1) break;  // the last fit's weights would go unused
     // Bisquare weights from the residuals' median absolute deviation.
     errors.clear();
     std::vector<double> fitted_error(n, kNaN);

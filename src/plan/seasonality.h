@@ -20,6 +20,21 @@ namespace titan::plan {
 // values left out (NaN where a window holds none). Only values[0, end) are read, so the
 // result at i uses nothing after end (no look-ahead for an origin at `end`).
 std::vector<double> RunningMedian(const std::vector<double>& values, size_t end, size_t half);
+
+// The same for many `end`s of one series: the values are ranked once, and each window slides
+// over a Fenwick tree of the ranks (O(log n) per step, where the window's sort was O(half)).
+// Keeps a reference to `values`, which must outlive it and not change.
+class RunningMedians {
+ public:
+  explicit RunningMedians(const std::vector<double>& values);
+  // RunningMedian(values, end, half) at from <= i < end; NaN at i < from. end <= values.size().
+  std::vector<double> Of(size_t end, size_t half, size_t from = 0) const;
+
+ private:
+  const std::vector<double>& values_;
+  std::vector<double> sorted_;  // the values that are not NaN, ascending
+  std::vector<int32_t> rank_;   // values_[i]'s index in sorted_ (-1 for NaN), ties distinct
+};
 // The median of the values in [lo, hi) that are not NaN (NaN when none).
 double WindowMedian(const std::vector<double>& values, size_t lo, size_t hi);
 

@@ -19,9 +19,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kSeasonHalfLifeSeconds = 14 * kDaySeconds;
 
 struct Params {
-  double gamma = 1;         // share of the seasonal profile used
-  size_t window = 0;        // steps of the level's median (the whole history when >= origin)
-  double half_life = kInf;  // steps; 0: the level at once; infinite: the last value persists
+  size_t decomposition = 0;  // index of the level the profile is fitted around
+  double gamma = 1;          // share of the seasonal profile used
+  size_t window = 0;         // steps of the level's median (the whole history when >= origin)
+  double half_life = kInf;   // steps; 0: the level at once; infinite: the last value persists
 };
 
 // What the forecast at one origin needs: the seasonal profile over the history and horizon.
@@ -37,16 +38,17 @@ double Decay(double steps_ahead, double half_life) {
   return std::exp2(-steps_ahead / half_life);
 }
 
-OriginFit FitAt(const RegularSeries& s, const FourierTable& table, size_t origin, size_t horizon,
-                const std::vector<double>& full_median, size_t half) {
+OriginFit FitAt(const RegularSeries& s, const FourierTable& table, const RunningMedians& medians,
+                size_t origin, size_t horizon, const std::vector<double>& full_median,
+                size_t half) {
   OriginFit fit;
   fit.origin = origin;
   const std::vector<double>& y = s.values;
   // The level: the running median, its last `half` values from what is known at the origin.
+  const std::vector<double> known = medians.Of(origin, half, origin > half ? origin - half : 0);
   std::vector<double> residual(origin);
   for (size_t t = 0; t < origin; ++t) {
-    double level = full_median[t];
-    if (t + half >= origin) level = WindowMedian(y, t >= half ? t - half : 0, origin);
+    const double level = t + half >= origin ? known[t] : full_median[t];
     residual[t] = y[t] - level;  // NaN when either is
   }
   const std::vector<Cycle> cycles = CyclesFor(s.step_seconds, origin);
@@ -218,8 +220,24 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
   for (double v : y) non_negative = non_negative && !(v < 0);
 
   const double steps_per_day = kDaySeconds / s.step_seconds;
-  const size_t half = std::max<size_t>(1, static_cast<size_t>(steps_per_day / 2));
-  const std::vector<double> full_median = RunningMedian(y, n, half);
+  // The levels the seasonal profile is fitted around: a running median over a day and, when
+  // the history holds the weekly cycle, over a week (a day's median follows a quiet weekend
+  // down, leaving little of the weekly cycle to the profile; a week's median keeps it there).
+  struct Decomposition {
+    size_t half = 0;                  // steps each side of the running median
+    std::vector<double> full_median;  // RunningMedian(y, n, half)
+    std::vector<OriginFit> fits;      // at each inner origin
+  };
+  std::vector<Decomposition> decompositions(1);
+  decompositions[0].half = std::max<size_t>(1, static_cast<size_t>(steps_per_day / 2));
+  for (const Cycle& c : CyclesFor(s.step_seconds, n)) {
+    if (c.period_seconds > kDaySeconds) {
+      decompositions.push_back(
+          {static_cast<size_t>(c.period_seconds / s.step_seconds / 2), {}, {}});
+    }
+  }
+  const RunningMedians running(y);
+  for (Decomposition& d : decompositions) d.full_median = running.Of(n, d.half);
   // The Fourier terms of every fit below: the cycles of the whole history over it and the
   // horizon (a fit at an early origin uses the day's columns when its history is too short for
   // the week).
@@ -236,64 +254,96 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
 
   // Inner origins in the last two thirds of the history.
   const size_t first = std::max(kMinHistorySteps, n / 3);
-  std::vector<OriginFit> fits;
+  std::vector<size_t> origins;
   if (first + 1 < n) {
     const size_t count = std::min<size_t>(kInnerOrigins, n - first);
     for (size_t k = 0; k < count; ++k) {
       const size_t o = first + (count == 1 ? 0 : k * (n - 1 - first) / (count - 1));
-      if (!fits.empty() && fits.back().origin == o) continue;
-      fits.push_back(FitAt(s, table, o, std::min(horizon, n - o), full_median, half));
+      if (origins.empty() || origins.back() != o) origins.push_back(o);
     }
   }
+  for (Decomposition& d : decompositions) {
+    for (size_t o : origins) {
+      d.fits.push_back(
+          FitAt(s, table, running, o, std::min(horizon, n - o), d.full_median, d.half));
+    }
+  }
+  const std::vector<OriginFit>& fits = decompositions[0].fits;
   const bool seasonal =
       std::any_of(fits.begin(), fits.end(), [](const OriginFit& f) { return f.has_cycles; }) ||
       !CyclesFor(s.step_seconds, n).empty();
   const std::vector<double> gammas =
       seasonal ? std::vector<double>{0, 0.5, 1} : std::vector<double>{0};
 
-  // Absolute errors per (gamma, window, half-life) and step ahead.
-  const size_t grid = gammas.size() * windows.size() * half_lives.size();
+  // Absolute errors per (decomposition, gamma, window, half-life) and step ahead.
+  const size_t grid = decompositions.size() * gammas.size() * windows.size() * half_lives.size();
+  auto cell_of = [&](size_t d, size_t g, size_t w, size_t l) {
+    return (((d * gammas.size() + g) * windows.size() + w) * half_lives.size() + l) * horizon;
+  };
   std::vector<double> error_sum(grid * horizon, 0.0);
   std::vector<int32_t> error_count(grid * horizon, 0);
-  for (const OriginFit& fit : fits) {
-    const size_t span = std::min(horizon, n - fit.origin);
-    for (size_t g = 0; g < gammas.size(); ++g) {
-      const State st = StateAt(y, fit, gammas[g], windows);
-      if (std::isnan(st.last)) continue;
-      for (size_t w = 0; w < windows.size(); ++w) {
-        if (std::isnan(st.level[w])) continue;
-        for (size_t l = 0; l < half_lives.size(); ++l) {
-          const size_t cell = ((g * windows.size() + w) * half_lives.size() + l) * horizon;
-          for (size_t h = 0; h < span; ++h) {
-            const double actual = y[fit.origin + h];
-            if (std::isnan(actual)) continue;
-            const double p = PointAt(fit, gammas[g], st.level[w], st.last, half_lives[l], h);
-            error_sum[cell + h] += std::fabs(actual - p);
-            ++error_count[cell + h];
+  // The reversion's weights per half-life and step ahead, and each origin's actual values with
+  // a mask of the observed ones: the loop below is branch-free over the steps (it vectorises).
+  std::vector<double> decay(half_lives.size() * horizon);
+  for (size_t l = 0; l < half_lives.size(); ++l) {
+    for (size_t h = 0; h < horizon; ++h) decay[l * horizon + h] = Decay(h + 1.0, half_lives[l]);
+  }
+  std::vector<double> actual(horizon), is_observed(horizon), base(horizon);
+  std::vector<int32_t> observed_count(horizon);
+  for (size_t d = 0; d < decompositions.size(); ++d) {
+    for (const OriginFit& fit : decompositions[d].fits) {
+      const size_t span = std::min(horizon, n - fit.origin);
+      for (size_t h = 0; h < span; ++h) {
+        const double v = y[fit.origin + h];
+        observed_count[h] = std::isnan(v) ? 0 : 1;
+        is_observed[h] = observed_count[h];
+        actual[h] = std::isnan(v) ? 0 : v;
+      }
+      for (size_t g = 0; g < gammas.size(); ++g) {
+        // Without the profile every decomposition forecasts alike.
+        if (d > 0 && gammas[g] == 0) continue;
+        const State st = StateAt(y, fit, gammas[g], windows);
+        if (std::isnan(st.last)) continue;
+        for (size_t h = 0; h < span; ++h) base[h] = gammas[g] * fit.seasonal[fit.origin + h];
+        for (size_t w = 0; w < windows.size(); ++w) {
+          const double level = st.level[w], deviation = st.last - st.level[w];
+          if (std::isnan(level)) continue;
+          for (size_t l = 0; l < half_lives.size(); ++l) {
+            const size_t cell = cell_of(d, g, w, l);
+            const double* weight = &decay[l * horizon];
+            double* sum = &error_sum[cell];
+            int32_t* count = &error_count[cell];
+            for (size_t h = 0; h < span; ++h) {
+              const double p = base[h] + level + deviation * weight[h];  // PointAt
+              sum[h] += is_observed[h] * std::fabs(actual[h] - p);
+              count[h] += observed_count[h];
+            }
           }
         }
       }
     }
   }
   // The best: least mean over steps of the mean absolute error at that step.
-  Params best{gammas.back(), windows[std::min<size_t>(2, windows.size() - 1)], 8};
+  Params best{0, gammas.back(), windows[std::min<size_t>(2, windows.size() - 1)], 8};
   double best_score = kInf;
-  for (size_t g = 0; g < gammas.size(); ++g) {
-    for (size_t w = 0; w < windows.size(); ++w) {
-      for (size_t l = 0; l < half_lives.size(); ++l) {
-        const size_t cell = ((g * windows.size() + w) * half_lives.size() + l) * horizon;
-        double score = 0;
-        int steps = 0;
-        for (size_t h = 0; h < horizon; ++h) {
-          if (error_count[cell + h] == 0) continue;
-          score += error_sum[cell + h] / error_count[cell + h];
-          ++steps;
-        }
-        if (steps == 0) continue;
-        score /= steps;
-        if (score < best_score) {
-          best_score = score;
-          best = {gammas[g], windows[w], half_lives[l]};
+  for (size_t d = 0; d < decompositions.size(); ++d) {
+    for (size_t g = 0; g < gammas.size(); ++g) {
+      for (size_t w = 0; w < windows.size(); ++w) {
+        for (size_t l = 0; l < half_lives.size(); ++l) {
+          const size_t cell = cell_of(d, g, w, l);
+          double score = 0;
+          int steps = 0;
+          for (size_t h = 0; h < horizon; ++h) {
+            if (error_count[cell + h] == 0) continue;
+            score += error_sum[cell + h] / error_count[cell + h];
+            ++steps;
+          }
+          if (steps == 0) continue;
+          score /= steps;
+          if (score < best_score) {
+            best_score = score;
+            best = {d, gammas[g], windows[w], half_lives[l]};
+          }
         }
       }
     }
@@ -309,7 +359,9 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
   };
   auto span_at = [&](const OriginFit& fit) { return std::min(horizon, n - fit.origin); };
   std::vector<std::vector<double>> profile_paths;
-  for (const OriginFit& fit : fits) profile_paths.push_back(profile_path(fit, span_at(fit)));
+  for (const OriginFit& fit : decompositions[best.decomposition].fits) {
+    profile_paths.push_back(profile_path(fit, span_at(fit)));
+  }
 
   // The seasonal medians of the day and the week: whole numbers of steps that every inner
   // origin has a period of history for.
@@ -386,7 +438,8 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
   }
 
   // The forecast from the whole history.
-  const OriginFit final_fit = FitAt(s, table, n, horizon, full_median, half);
+  const Decomposition& chosen = decompositions[best.decomposition];
+  const OriginFit final_fit = FitAt(s, table, running, n, horizon, chosen.full_median, chosen.half);
   std::vector<double> center;
   const std::vector<double> final_median =
       best_median.period > 0 ? median_path(n, horizon, best_median) : std::vector<double>();
@@ -441,8 +494,9 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
     }
   }
   const std::string profile_text =
-      fmt::format("seasonal profile x{:g}{}, level = median over {}, reverts with half-life {}",
-                  best.gamma, final_fit.has_cycles ? "" : " (no cycle: history too short)",
+      fmt::format("seasonal profile{} x{:g}{}, level = median over {}, reverts with half-life {}",
+                  best.decomposition > 0 ? " about the week's median" : "", best.gamma,
+                  final_fit.has_cycles ? "" : " (no cycle: history too short)",
                   best.window >= n ? "the whole history"
                                    : Steps(static_cast<double>(best.window), s.step_seconds),
                   Steps(best.half_life, s.step_seconds));

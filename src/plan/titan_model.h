@@ -1,7 +1,10 @@
 // titan's forecaster ("titan" in MakeForecaster; docs/plan.md has the long form).
 //
 // The series is split into a seasonal profile S (seasonality.h: daily and weekly Fourier terms,
-// bisquare-robust, recent weeks weighing more) and the rest a = y - gamma S. The forecast h steps
+// bisquare-robust, recent weeks weighing more, fitted to the series less its running median over
+// a day or, when the history holds two weeks, over a week: a day's median follows a quiet
+// weekend down and leaves the profile little of the weekly cycle) and the rest a = y - gamma S.
+// The forecast h steps
 // after the origin is
 //     y(t + h) = gamma S(t + h) + mu + (c - mu) 2^(-h / tau)
 // where c is the last observed a, mu the median of a over the last W steps (the level it reverts
@@ -9,10 +12,11 @@
 // Demand on a GPU cluster or a service is like that: a level that jobs and users move in steps,
 // that tends back to its recent norm, around a daily and weekly cycle that may be weak.
 //
-// gamma (0, 1/2, 1), W (1, 3, 7, 14 days, all) and tau (0, 1 h ... 7 d, infinite) are chosen per
-// series by an inner rolling-origin backtest on the history alone: up to kInnerOrigins origins in
-// its last two thirds, each fitted only on what came before it, scored by the mean absolute
-// error per horizon step averaged over the steps (so every step counts alike, as in MASE).
+// The median's span, gamma (0, 1/2, 1), W (1, 3, 7, 14 days, all) and tau (0, 1 h ... 7 d,
+// infinite) are chosen per series by an inner rolling-origin backtest on the history alone: up
+// to kInnerOrigins origins in its last two thirds, each fitted only on what came before it,
+// scored by the mean absolute error per horizon step averaged over the steps (so every step
+// counts alike, as in MASE).
 // The same backtest scores the seasonal median (the median of the same time of the last 1, 3
 // or 7 days, or the last 1 or 2 weeks: seasonal naive and its robust kin, which draw a sharp
 // daily shape that a few harmonics cannot) and the mean of the two best; the one with the
