@@ -33,8 +33,9 @@ for vc in vc3sl vc6YE vchbv vcpDC; do
   for scored in "10m 1d $models_10m" "1h 7d $models_1h"; do
     read -r step horizon models <<<"$scored"
     csv=../shared/data/fleet/helios/${vc}_cluster_sequence.csv
+    # One forecast at a time (--threads 1), as R and Prophet run: seconds per forecast compare.
     args=(plan demand "$csv" --value running_gpu_num+pending_gpu_num --step "$step"
-      --horizon "$horizon" --backtest)
+      --horizon "$horizon" --backtest --threads 1)
     dir="$tmp/$vc-$step"
     "$titan" "${args[@]}" --export "$dir" >/dev/null
     Rscript bench/plan_r_forecast.R "$dir" "$models" "$dir/r.csv" "$dir/r_times.csv" 2>"$dir/r.log"

@@ -140,6 +140,13 @@ FourierTable::FourierTable(const std::vector<Cycle>& cycles, double start_second
     period = std::lcm(period, static_cast<size_t>(std::llround(steps)));
   }
   if (period > 0) period_rows_ = std::min(period_rows_, period);
+  if (period > 0 && !cycles.empty()) {
+    const size_t first = static_cast<size_t>(std::llround(cycles[0].period_seconds / step_seconds));
+    if (first < period_rows_ && period_rows_ % first == 0) {
+      first_cycle_rows_ = first;
+      first_cycle_columns_ = 2 * cycles[0].harmonics;
+    }
+  }
   const size_t kept = std::min(rows, period_rows_);
   values_.reserve(kept * static_cast<size_t>(width_));
   std::vector<double> row;
@@ -196,26 +203,62 @@ SeasonalProfile SeasonalProfile::Fit(const std::vector<double>& residual, const 
   const size_t period = table.period_rows();
   const size_t phases = std::min(n, period);
   std::vector<double> beta(p, 0.0), errors, weight(phases), weighted(phases), phase_fit(phases);
+  // The first cycle's share (see FourierTable::first_cycle_rows): all of a fit of its columns.
+  const int first_columns = std::min(p, table.first_cycle_columns());
+  const size_t first_rows = table.first_cycle_rows();
+  const size_t rest = static_cast<size_t>(p - first_columns);
+  std::vector<double> first_weight(first_rows), cross(first_rows * rest);
   // Four bisquare iterations: the first is least squares; later ones weigh down outliers.
   constexpr int kIterations = 4;
   for (int iteration = 0; iteration < kIterations; ++iteration) {
     std::vector<double> a(static_cast<size_t>(p) * p, 0.0), b(p, 0.0);
     std::fill(weight.begin(), weight.end(), 0.0);
     std::fill(weighted.begin(), weighted.end(), 0.0);
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0, k = 0; i < n; ++i, k = k + 1 == period ? 0 : k + 1) {  // k = i % period
       if (std::isnan(residual[i])) continue;
       const double w = decay(i) * robust[i];
       if (w <= 0) continue;
-      weight[i % period] += w;
-      weighted[i % period] += w * residual[i];
+      weight[k] += w;
+      weighted[k] += w * residual[i];
     }
-    for (size_t k = 0; k < phases; ++k) {
-      if (weight[k] == 0) continue;
-      const double* x = table.Row(k);
-      for (int r = 0; r < p; ++r) {
-        b[r] += weighted[k] * x[r];
-        const double wx = weight[k] * x[r];
-        for (int c = 0; c <= r; ++c) a[r * p + c] += wx * x[c];
+    if (first_rows == 0) {
+      for (size_t k = 0; k < phases; ++k) {
+        if (weight[k] == 0) continue;
+        const double* x = table.Row(k);
+        for (int r = 0; r < p; ++r) {
+          b[r] += weighted[k] * x[r];
+          const double wx = weight[k] * x[r];
+          for (int c = 0; c <= r; ++c) a[r * p + c] += wx * x[c];
+        }
+      }
+    } else {
+      // The first cycle's columns f repeat every first_rows phases: their block is a sum over
+      // its phases j of (the weights of the phases k = j mod first_rows) f_j f_j', and their
+      // cross terms with the other columns g a sum of f_j (those phases' weighted g)'.
+      std::fill(first_weight.begin(), first_weight.end(), 0.0);
+      std::fill(cross.begin(), cross.end(), 0.0);
+      for (size_t k = 0; k < phases; ++k) {
+        if (weight[k] == 0) continue;
+        const double* x = table.Row(k);
+        for (int r = 0; r < p; ++r) b[r] += weighted[k] * x[r];
+        const size_t j = k % first_rows;
+        first_weight[j] += weight[k];
+        for (int r = first_columns; r < p; ++r) {
+          const double wx = weight[k] * x[r];
+          cross[j * rest + (r - first_columns)] += wx;
+          for (int c = first_columns; c <= r; ++c) a[r * p + c] += wx * x[c];
+        }
+      }
+      for (size_t j = 0; j < std::min(first_rows, phases); ++j) {
+        const double* x = table.Row(j);
+        for (int r = 0; r < first_columns; ++r) {
+          const double wx = first_weight[j] * x[r];
+          for (int c = 0; c <= r; ++c) a[r * p + c] += wx * x[c];
+        }
+        for (int r = first_columns; r < p; ++r) {
+          const double g = cross[j * rest + (r - first_columns)];
+          for (int c = 0; c < first_columns; ++c) a[r * p + c] += g * x[c];
+        }
       }
     }
     double trace = 0;
@@ -236,9 +279,9 @@ SeasonalProfile SeasonalProfile::Fit(const std::vector<double>& residual, const 
       phase_fit[k] = 0;
       for (int r = 0; r < p; ++r) phase_fit[k] += beta[r] * x[r];
     }
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0, k = 0; i < n; ++i, k = k + 1 == period ? 0 : k + 1) {
       if (std::isnan(residual[i])) continue;
-      fitted_error[i] = residual[i] - phase_fit[i % period];
+      fitted_error[i] = residual[i] - phase_fit[k];
       errors.push_back(std::fabs(fitted_error[i]));
     }
     // Bisquare at 6 median absolute deviations; a series that is mostly fitted exactly (a

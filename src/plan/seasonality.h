@@ -64,12 +64,19 @@ class FourierTable {
   const double* Row(size_t i) const {
     return values_.data() + (i % period_rows_) * static_cast<size_t>(width_);
   }
+  // The first cycle's steps when they divide period_rows() less than it (the day in a table of
+  // the week), else 0; and its columns, the first of each row. Its terms repeat within the
+  // period, which lets a fit sum their part of the normal equations per phase of that cycle.
+  size_t first_cycle_rows() const { return first_cycle_rows_; }
+  int first_cycle_columns() const { return first_cycle_columns_; }
 
  private:
   std::vector<Cycle> cycles_;
   int width_ = 0;
   size_t rows_ = 0;
   size_t period_rows_ = 1;
+  size_t first_cycle_rows_ = 0;
+  int first_cycle_columns_ = 0;
   std::vector<double> values_;  // min(rows_, period_rows_) x width_
 };
 
