@@ -149,6 +149,25 @@ std::string SaveAgentRecorder(const std::string& out_dir) {
   return "agent recorder: " + path + " (every signal the agent sampled, on the same clock)";
 }
 
+}  // namespace
+
+int StragglerNamedIn(std::string_view summary, std::string* claim) {
+  constexpr std::string_view kClaim = "a straggler", kDenied = "not ";
+  for (size_t at = summary.find(kClaim); at != std::string_view::npos;
+       at = summary.find(kClaim, at + 1)) {
+    if (at >= kDenied.size() && summary.substr(at - kDenied.size(), kDenied.size()) == kDenied) {
+      continue;
+    }
+    const size_t rank_at = summary.rfind("rank ", at);
+    if (rank_at == std::string_view::npos) continue;
+    *claim = std::string(summary.substr(0, at + kClaim.size()));
+    return std::atoi(std::string(summary.substr(rank_at + 5, 8)).c_str());
+  }
+  return -1;
+}
+
+namespace {
+
 // What titan agent said of the straggler: the first transient that names "a straggler" and a rank
 // ("rank 3 late against its peers ... a straggler holding the others"); rank -1 and an empty text
 // when it said none (or could not be asked).
@@ -166,12 +185,9 @@ std::pair<int, std::string> AgentStraggler(const std::string& out_dir) {
   json events = json::parse(res->body, nullptr, false);
   if (!events.is_array()) return {-1, ""};
   for (const json& e : events) {
-    const std::string summary = e.value("summary", "");
-    const size_t straggler = summary.find("a straggler");
-    if (straggler == std::string::npos) continue;
-    const size_t rank_at = summary.rfind("rank ", straggler);
-    if (rank_at == std::string::npos) continue;
-    return {std::atoi(summary.c_str() + rank_at + 5), summary.substr(0, straggler + 11)};
+    std::string claim;
+    const int rank = StragglerNamedIn(e.value("summary", ""), &claim);
+    if (rank >= 0) return {rank, claim};
   }
   return {-1, ""};
 }

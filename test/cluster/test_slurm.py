@@ -23,7 +23,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "run"))
 from test_run_e2e import (EXAMPLE, PY, STEPS, TITAN, assert_no_survivors, baseline,  # noqa: E402,F401
-                          etcd_server, events, result, work)
+                          baseline_dir, etcd_server, events, result, work)
 from slurm_cluster import SlurmCluster, available  # noqa: E402
 
 why_not = available()
