@@ -283,7 +283,7 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
   std::vector<double> error_sum(grid * horizon, 0.0);
   std::vector<int32_t> error_count(grid * horizon, 0);
   // The reversion's weights per half-life and step ahead, and each origin's actual values with
-  // a mask of the observed ones: the loop below is branch-free over the steps (it vectorises).
+  // a mask of the observed ones, so that the loop below is branch-free over the steps.
   std::vector<double> decay(half_lives.size() * horizon);
   for (size_t l = 0; l < half_lives.size(); ++l) {
     for (size_t h = 0; h < horizon; ++h) decay[l * horizon + h] = Decay(h + 1.0, half_lives[l]);
