@@ -49,10 +49,6 @@ double WindowMedian(const std::vector<double>& values, size_t lo, size_t hi) {
   return MedianOf(&window);
 }
 
-std::vector<double> RunningMedian(const std::vector<double>& values, size_t end, size_t half) {
-  return RunningMedians(values).Of(end, half);
-}
-
 RunningMedians::RunningMedians(const std::vector<double>& values)
     : values_(values), rank_(values.size(), -1) {
   std::vector<int32_t> order;

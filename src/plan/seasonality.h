@@ -16,18 +16,16 @@
 
 namespace titan::plan {
 
-// The median of values[max(0, i - half) .. min(end, i + half + 1)) for each i < end, NaN
-// values left out (NaN where a window holds none). Only values[0, end) are read, so the
-// result at i uses nothing after end (no look-ahead for an origin at `end`).
-std::vector<double> RunningMedian(const std::vector<double>& values, size_t end, size_t half);
-
-// The same for many `end`s of one series: the values are ranked once, and each window slides
-// over a Fenwick tree of the ranks (O(log n) per step, where the window's sort was O(half)).
-// Keeps a reference to `values`, which must outlive it and not change.
+// Running medians of one series for many `end`s: the values are ranked once, and each window
+// slides over a Fenwick tree of the ranks (O(log n) per step, not a sort per window). Keeps a
+// reference to `values`, which must outlive it and not change.
 class RunningMedians {
  public:
   explicit RunningMedians(const std::vector<double>& values);
-  // RunningMedian(values, end, half) at from <= i < end; NaN at i < from. end <= values.size().
+  // The median of values[max(0, i - half) .. min(end, i + half + 1)) for from <= i < end, NaN
+  // values left out (NaN where a window holds none, and at i < from). Only values[0, end) are
+  // read, so the result at i uses nothing after end (no look-ahead for an origin at `end`).
+  // end <= values.size().
   std::vector<double> Of(size_t end, size_t half, size_t from = 0) const;
 
  private:

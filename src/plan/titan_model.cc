@@ -135,20 +135,9 @@ std::vector<double> SeasonalMedianPath(const std::vector<double>& y, size_t orig
   return path;
 }
 
-// Scores of point paths at the inner origins: the mean over steps ahead of the mean absolute
-// error at that step (steps no origin reaches are left out); infinite when nothing is scored.
-double PathScore(const std::vector<double>& y, const std::vector<OriginFit>& fits,
-                 const std::vector<std::vector<double>>& paths, size_t horizon) {
-  std::vector<double> sum(horizon, 0.0);
-  std::vector<int> count(horizon, 0);
-  for (size_t k = 0; k < fits.size(); ++k) {
-    for (size_t h = 0; h < paths[k].size(); ++h) {
-      const double actual = y[fits[k].origin + h];
-      if (std::isnan(actual) || std::isnan(paths[k][h])) continue;
-      sum[h] += std::fabs(actual - paths[k][h]);
-      ++count[h];
-    }
-  }
+// The mean over steps ahead of sum[h] / count[h], the mean absolute error at step h (steps with
+// no error left out); infinite when no step has one. Every model choice here is scored so.
+double MeanOverSteps(const double* sum, const int32_t* count, size_t horizon) {
   double score = 0;
   int steps = 0;
   for (size_t h = 0; h < horizon; ++h) {
@@ -157,6 +146,23 @@ double PathScore(const std::vector<double>& y, const std::vector<OriginFit>& fit
     ++steps;
   }
   return steps == 0 ? kInf : score / steps;
+}
+
+// Scores of point paths at the inner origins: the mean over steps ahead of the mean absolute
+// error at that step (steps no origin reaches are left out); infinite when nothing is scored.
+double PathScore(const std::vector<double>& y, const std::vector<OriginFit>& fits,
+                 const std::vector<std::vector<double>>& paths, size_t horizon) {
+  std::vector<double> sum(horizon, 0.0);
+  std::vector<int32_t> count(horizon, 0);
+  for (size_t k = 0; k < fits.size(); ++k) {
+    for (size_t h = 0; h < paths[k].size(); ++h) {
+      const double actual = y[fits[k].origin + h];
+      if (std::isnan(actual) || std::isnan(paths[k][h])) continue;
+      sum[h] += std::fabs(actual - paths[k][h]);
+      ++count[h];
+    }
+  }
+  return MeanOverSteps(sum.data(), count.data(), horizon);
 }
 
 }  // namespace
@@ -225,7 +231,7 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
   // down, leaving little of the weekly cycle to the profile; a week's median keeps it there).
   struct Decomposition {
     size_t half = 0;                  // steps each side of the running median
-    std::vector<double> full_median;  // RunningMedian(y, n, half)
+    std::vector<double> full_median;  // RunningMedians(y).Of(n, half)
     std::vector<OriginFit> fits;      // at each inner origin
   };
   std::vector<Decomposition> decompositions(1);
@@ -331,15 +337,7 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
       for (size_t w = 0; w < windows.size(); ++w) {
         for (size_t l = 0; l < half_lives.size(); ++l) {
           const size_t cell = cell_of(d, g, w, l);
-          double score = 0;
-          int steps = 0;
-          for (size_t h = 0; h < horizon; ++h) {
-            if (error_count[cell + h] == 0) continue;
-            score += error_sum[cell + h] / error_count[cell + h];
-            ++steps;
-          }
-          if (steps == 0) continue;
-          score /= steps;
+          const double score = MeanOverSteps(&error_sum[cell], &error_count[cell], horizon);
           if (score < best_score) {
             best_score = score;
             best = {d, gammas[g], windows[w], half_lives[l]};
