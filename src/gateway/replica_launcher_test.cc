@@ -336,9 +336,10 @@ TEST(ReplicaLauncherTest, StopLeavesNoProcessBehind) {
   TempDir dir;
   Events events;
   LaunchOptions o =
-      Options("sleep 1000 & echo $! > " + dir.path() + "/child-{index}.tmp && mv " + dir.path() +
-                  "/child-{index}.tmp " + dir.path() + "/child-{index}; " +
-                  "if [ {index} = 1 ]; then trap '' TERM; fi; exec sleep 1000 # {port}",
+      // The child's pid is published after the trap is set: Stop() must not race the trap.
+      Options("sleep 1000 & child=$!; if [ {index} = 1 ]; then trap '' TERM; fi; echo $child > " +
+                  dir.path() + "/child-{index}.tmp && mv " + dir.path() + "/child-{index}.tmp " +
+                  dir.path() + "/child-{index}; exec sleep 1000 # {port}",
               2);
   o.stop_grace_ns = 500 * kNsPerMs;
   auto launcher = ReplicaLauncher::Start(o, events.listener());
