@@ -38,6 +38,42 @@ double MedianOf(std::vector<double>* v) {
   return m;
 }
 
+// The sum of x[i] y[i] over i < n, in four running sums (so that they need not wait on one
+// another).
+double Dot(const double* x, const double* y, size_t n) {
+  double s[4] = {0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int j = 0; j < 4; ++j) s[j] += x[i + j] * y[i + j];
+  }
+  for (; i < n; ++i) s[0] += x[i] * y[i];
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+// The sum of w[i] x[i] y[i] over i < n, likewise.
+double Dot3(const double* w, const double* x, const double* y, size_t n) {
+  double s[4] = {0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int j = 0; j < 4; ++j) s[j] += w[i + j] * x[i + j] * y[i + j];
+  }
+  for (; i < n; ++i) s[0] += w[i] * x[i] * y[i];
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+// out[j] = the sum of w[k] x[k] over k < n with k mod period = j, for j < period (x null: 1).
+void FoldByPhase(const double* w, const double* x, size_t n, size_t period, double* out) {
+  std::fill(out, out + period, 0.0);
+  for (size_t from = 0; from < n; from += period) {
+    const size_t count = std::min(period, n - from);
+    if (x == nullptr) {
+      for (size_t j = 0; j < count; ++j) out[j] += w[from + j];
+    } else {
+      for (size_t j = 0; j < count; ++j) out[j] += w[from + j] * x[from + j];
+    }
+  }
+}
+
 }  // namespace
 
 double WindowMedian(const std::vector<double>& values, size_t lo, size_t hi) {
@@ -150,6 +186,12 @@ FourierTable::FourierTable(const std::vector<Cycle>& cycles, double start_second
     Features(cycles, start_seconds + step_seconds * static_cast<double>(i), &row);
     values_.insert(values_.end(), row.begin(), row.end());
   }
+  columns_.resize(values_.size());
+  for (size_t i = 0; i < kept; ++i) {
+    for (size_t c = 0; c < static_cast<size_t>(width_); ++c) {
+      columns_[c * kept + i] = values_[i * width_ + c];
+    }
+  }
 }
 
 int FourierTable::ColumnsOf(const std::vector<Cycle>& cycles) const {
@@ -192,68 +234,64 @@ SeasonalProfile SeasonalProfile::Fit(const std::vector<double>& residual, const 
   while (decay_by_age.size() < n) {
     decay_by_age.push_back(std::exp2(-static_cast<double>(decay_by_age.size()) / half_life_steps));
   }
-  std::vector<double> robust(n, 1.0);
-  auto decay = [&](size_t i) { return decay_by_age[n - 1 - i]; };
+  // Each row's weight is its decay times its bisquare weight (NaN rows weigh 0 and count as 0).
+  std::vector<double> value(n), decay(n), weight_of(n);
+  size_t observed = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const bool known = !std::isnan(residual[i]);
+    value[i] = known ? residual[i] : 0;
+    decay[i] = known ? decay_by_age[n - 1 - i] : 0;
+    observed += known;
+  }
+  weight_of = decay;
   // Rows i and i + period are the same terms: the normal equations sum the weights (and the
-  // weighted residuals) per phase first, then take one outer product per phase, not per row.
+  // weighted residuals) per phase first, then take sums over phases of products of columns.
   const size_t period = table.period_rows();
   const size_t phases = std::min(n, period);
   std::vector<double> beta(p, 0.0), errors, weight(phases), weighted(phases), phase_fit(phases);
   // The first cycle's share (see FourierTable::first_cycle_rows): all of a fit of its columns.
   const int first_columns = std::min(p, table.first_cycle_columns());
-  const size_t first_rows = table.first_cycle_rows();
-  const size_t rest = static_cast<size_t>(p - first_columns);
-  std::vector<double> first_weight(first_rows), cross(first_rows * rest);
+  const size_t first_rows = std::min(table.first_cycle_rows(), phases);
+  std::vector<double> first_weight(first_rows), cross(first_rows * static_cast<size_t>(p));
   // Four bisquare iterations: the first is least squares; later ones weigh down outliers.
   constexpr int kIterations = 4;
   for (int iteration = 0; iteration < kIterations; ++iteration) {
     std::vector<double> a(static_cast<size_t>(p) * p, 0.0), b(p, 0.0);
     std::fill(weight.begin(), weight.end(), 0.0);
     std::fill(weighted.begin(), weighted.end(), 0.0);
-    for (size_t i = 0, k = 0; i < n; ++i, k = k + 1 == period ? 0 : k + 1) {  // k = i % period
-      if (std::isnan(residual[i])) continue;
-      const double w = decay(i) * robust[i];
-      if (w <= 0) continue;
-      weight[k] += w;
-      weighted[k] += w * residual[i];
+    for (size_t from = 0; from < n; from += period) {
+      const size_t count = std::min(period, n - from);
+      const double* w = &weight_of[from];
+      const double* v = &value[from];
+      for (size_t k = 0; k < count; ++k) {
+        weight[k] += w[k];
+        weighted[k] += w[k] * v[k];
+      }
     }
+    for (int r = 0; r < p; ++r) b[r] = Dot(weighted.data(), table.Column(r), phases);
     if (first_rows == 0) {
-      for (size_t k = 0; k < phases; ++k) {
-        if (weight[k] == 0) continue;
-        const double* x = table.Row(k);
-        for (int r = 0; r < p; ++r) {
-          b[r] += weighted[k] * x[r];
-          const double wx = weight[k] * x[r];
-          for (int c = 0; c <= r; ++c) a[r * p + c] += wx * x[c];
+      for (int r = 0; r < p; ++r) {
+        for (int c = 0; c <= r; ++c) {
+          a[r * p + c] = Dot3(weight.data(), table.Column(r), table.Column(c), phases);
         }
       }
     } else {
       // The first cycle's columns f repeat every first_rows phases: their block is a sum over
       // its phases j of (the weights of the phases k = j mod first_rows) f_j f_j', and their
       // cross terms with the other columns g a sum of f_j (those phases' weighted g)'.
-      std::fill(first_weight.begin(), first_weight.end(), 0.0);
-      std::fill(cross.begin(), cross.end(), 0.0);
-      for (size_t k = 0; k < phases; ++k) {
-        if (weight[k] == 0) continue;
-        const double* x = table.Row(k);
-        for (int r = 0; r < p; ++r) b[r] += weighted[k] * x[r];
-        const size_t j = k % first_rows;
-        first_weight[j] += weight[k];
-        for (int r = first_columns; r < p; ++r) {
-          const double wx = weight[k] * x[r];
-          cross[j * rest + (r - first_columns)] += wx;
-          for (int c = first_columns; c <= r; ++c) a[r * p + c] += wx * x[c];
+      FoldByPhase(weight.data(), nullptr, phases, first_rows, first_weight.data());
+      for (int r = first_columns; r < p; ++r) {
+        FoldByPhase(weight.data(), table.Column(r), phases, first_rows, &cross[r * first_rows]);
+        for (int c = first_columns; c <= r; ++c) {
+          a[r * p + c] = Dot3(weight.data(), table.Column(r), table.Column(c), phases);
+        }
+        for (int c = 0; c < first_columns; ++c) {
+          a[r * p + c] = Dot(&cross[r * first_rows], table.Column(c), first_rows);
         }
       }
-      for (size_t j = 0; j < std::min(first_rows, phases); ++j) {
-        const double* x = table.Row(j);
-        for (int r = 0; r < first_columns; ++r) {
-          const double wx = first_weight[j] * x[r];
-          for (int c = 0; c <= r; ++c) a[r * p + c] += wx * x[c];
-        }
-        for (int r = first_columns; r < p; ++r) {
-          const double g = cross[j * rest + (r - first_columns)];
-          for (int c = 0; c < first_columns; ++c) a[r * p + c] += g * x[c];
+      for (int r = 0; r < first_columns; ++r) {
+        for (int c = 0; c <= r; ++c) {
+          a[r * p + c] = Dot3(first_weight.data(), table.Column(r), table.Column(c), first_rows);
         }
       }
     }
@@ -268,32 +306,35 @@ SeasonalProfile SeasonalProfile::Fit(const std::vector<double>& residual, const 
     beta = predict::MatVec(a, b, p);
     if (iteration == kIterations - 1) break;  // the last fit's weights would go unused
     // Bisquare weights from the residuals' median absolute deviation.
-    errors.clear();
-    std::vector<double> fitted_error(n, kNaN);
-    for (size_t k = 0; k < phases; ++k) {
-      const double* x = table.Row(k);
-      phase_fit[k] = 0;
-      for (int r = 0; r < p; ++r) phase_fit[k] += beta[r] * x[r];
+    std::fill(phase_fit.begin(), phase_fit.end(), 0.0);
+    for (int r = 0; r < p; ++r) {
+      const double* x = table.Column(r);
+      for (size_t k = 0; k < phases; ++k) phase_fit[k] += beta[r] * x[k];
     }
-    for (size_t i = 0, k = 0; i < n; ++i, k = k + 1 == period ? 0 : k + 1) {
-      if (std::isnan(residual[i])) continue;
-      fitted_error[i] = residual[i] - phase_fit[k];
-      errors.push_back(std::fabs(fitted_error[i]));
+    std::vector<double> fitted_error(n);
+    errors.resize(observed);
+    size_t e = 0;
+    for (size_t from = 0; from < n; from += period) {
+      const size_t count = std::min(period, n - from);
+      for (size_t k = 0; k < count; ++k) {
+        const size_t i = from + k;
+        fitted_error[i] = value[i] - phase_fit[k];
+        if (decay[i] > 0) errors[e++] = std::fabs(fitted_error[i]);
+      }
     }
     // Bisquare at 6 median absolute deviations; a series that is mostly fitted exactly (a
     // step function around its running median) has a MAD of 0: then the mean absolute error.
     double mad = MedianOf(&errors);
     if (!(mad > 0)) {
       double sum = 0;
-      for (double e : errors) sum += e;
+      for (double x : errors) sum += x;
       mad = errors.empty() ? 0 : sum / static_cast<double>(errors.size());
     }
     if (!(mad > 1e-12)) break;  // fitted exactly: nothing to weigh down
     const double scale = 6 * mad;
     for (size_t i = 0; i < n; ++i) {
-      if (std::isnan(fitted_error[i])) continue;
       const double u = fitted_error[i] / scale;
-      robust[i] = std::fabs(u) < 1 ? (1 - u * u) * (1 - u * u) : 0;
+      weight_of[i] = std::fabs(u) < 1 ? decay[i] * (1 - u * u) * (1 - u * u) : 0;
     }
   }
   profile.coefficients_ = std::move(beta);
@@ -305,6 +346,14 @@ double SeasonalProfile::At(const FourierTable& table, size_t i) const {
   double s = 0;
   for (size_t r = 0; r < coefficients_.size(); ++r) s += coefficients_[r] * x[r];
   return s;
+}
+
+std::vector<double> SeasonalProfile::Over(const FourierTable& table, size_t rows) const {
+  std::vector<double> out(rows, 0.0);
+  const size_t period = std::min(rows, table.period_rows());
+  for (size_t i = 0; i < period; ++i) out[i] = At(table, i);
+  for (size_t i = period; i < rows; ++i) out[i] = out[i - period];
+  return out;
 }
 
 double SeasonalProfile::At(double time_seconds) const {

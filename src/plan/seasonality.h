@@ -10,6 +10,7 @@
 // Thread safety: pure functions; SeasonalProfile is immutable after fitting.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -62,6 +63,11 @@ class FourierTable {
   const double* Row(size_t i) const {
     return values_.data() + (i % period_rows_) * static_cast<size_t>(width_);
   }
+  // Column c over the kept rows (min(rows(), period_rows()) values, contiguous): the same
+  // numbers as Row(i)[c], laid out for the fit's sums over rows.
+  const double* Column(int c) const {
+    return columns_.data() + static_cast<size_t>(c) * std::min(rows_, period_rows_);
+  }
   // The first cycle's steps when they divide period_rows() less than it (the day in a table of
   // the week), else 0; and its columns, the first of each row. Its terms repeat within the
   // period, which lets a fit sum their part of the normal equations per phase of that cycle.
@@ -75,7 +81,8 @@ class FourierTable {
   size_t period_rows_ = 1;
   size_t first_cycle_rows_ = 0;
   int first_cycle_columns_ = 0;
-  std::vector<double> values_;  // min(rows_, period_rows_) x width_
+  std::vector<double> values_;   // min(rows_, period_rows_) x width_, row by row
+  std::vector<double> columns_;  // the same, column by column
 };
 
 class SeasonalProfile {
@@ -96,6 +103,8 @@ class SeasonalProfile {
   double At(double time_seconds) const;
   // The profile at row i of the table it was fitted on (or one of the same cycles and times).
   double At(const FourierTable& table, size_t i) const;
+  // At(table, i) for i < rows, computed once per period of the table.
+  std::vector<double> Over(const FourierTable& table, size_t rows) const;
   bool empty() const { return coefficients_.empty(); }
 
  private:

@@ -57,8 +57,7 @@ OriginFit FitAt(const RegularSeries& s, const FourierTable& table, const Running
   TITAN_CHECK(columns >= 0) << "an origin's cycles are the first of the whole history's";
   const SeasonalProfile profile = SeasonalProfile::Fit(
       residual, table, cycles, columns, std::max(2.0, kSeasonHalfLifeSeconds / s.step_seconds));
-  fit.seasonal.resize(origin + horizon);
-  for (size_t t = 0; t < fit.seasonal.size(); ++t) fit.seasonal[t] = profile.At(table, t);
+  fit.seasonal = profile.Over(table, origin + horizon);
   return fit;
 }
 
@@ -102,10 +101,10 @@ std::string Steps(double steps, double step_seconds) {
   return FormatDurationShort(static_cast<int64_t>(steps * step_seconds * 1e9));
 }
 
-double Quantile(std::vector<double> v, double q) {
+// The q-quantile of `v`, sorted ascending (0 when empty): linear interpolation between order
+// statistics (R's type 7).
+double QuantileOfSorted(const std::vector<double>& v, double q) {
   if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  // Linear interpolation between order statistics (R's type 7).
   const double pos = q * static_cast<double>(v.size() - 1);
   const size_t lo = static_cast<size_t>(std::floor(pos));
   const size_t hi = std::min(lo + 1, v.size() - 1);
@@ -114,15 +113,17 @@ double Quantile(std::vector<double> v, double q) {
 
 // The seasonal median: the forecast for step h after origin o is the median of the values at
 // the same phase of the last `count` whole periods before o (NaN skipped), so count 1 is
-// seasonal naive and more periods weigh down one odd day. `fallback` where none is known.
+// seasonal naive and more periods weigh down one odd day. Where none is known, the median of
+// the whole history before o.
 struct SeasonalMedian {
   size_t period = 0;  // steps
   int count = 1;
 };
 
 std::vector<double> SeasonalMedianPath(const std::vector<double>& y, size_t origin, size_t span,
-                                       const SeasonalMedian& m, double fallback) {
+                                       const SeasonalMedian& m) {
   std::vector<double> path(span), values;
+  double fallback = kNaN;  // taken when first needed (a median of the whole history)
   for (size_t h = 0; h < span; ++h) {
     values.clear();
     const size_t target = origin + h;
@@ -130,7 +131,12 @@ std::vector<double> SeasonalMedianPath(const std::vector<double>& y, size_t orig
          back <= target && values.size() < static_cast<size_t>(m.count); back += m.period) {
       if (!std::isnan(y[target - back])) values.push_back(y[target - back]);
     }
-    path[h] = values.empty() ? fallback : WindowMedian(values, 0, values.size());
+    if (!values.empty()) {
+      path[h] = WindowMedian(values, 0, values.size());
+      continue;
+    }
+    if (std::isnan(fallback)) fallback = WindowMedian(y, 0, origin);
+    path[h] = fallback;
   }
   return path;
 }
@@ -287,7 +293,11 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
     return (((d * gammas.size() + g) * windows.size() + w) * half_lives.size() + l) * horizon;
   };
   std::vector<double> error_sum(grid * horizon, 0.0);
-  std::vector<int32_t> error_count(grid * horizon, 0);
+  // The errors counted per step are the same for every half-life: counted per window.
+  auto count_of = [&](size_t d, size_t g, size_t w) {
+    return ((d * gammas.size() + g) * windows.size() + w) * horizon;
+  };
+  std::vector<int32_t> error_count(grid / half_lives.size() * horizon, 0);
   // The reversion's weights per half-life and step ahead, and each origin's actual values with
   // a mask of the observed ones, so that the loop below is branch-free over the steps.
   std::vector<double> decay(half_lives.size() * horizon);
@@ -314,15 +324,16 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
         for (size_t w = 0; w < windows.size(); ++w) {
           const double level = st.level[w], deviation = st.last - st.level[w];
           if (std::isnan(level)) continue;
+          for (size_t h = 0; h < span; ++h) error_count[count_of(d, g, w) + h] += observed_count[h];
           for (size_t l = 0; l < half_lives.size(); ++l) {
-            const size_t cell = cell_of(d, g, w, l);
-            const double* weight = &decay[l * horizon];
-            double* sum = &error_sum[cell];
-            int32_t* count = &error_count[cell];
+            const double* __restrict weight = &decay[l * horizon];
+            double* __restrict sum = &error_sum[cell_of(d, g, w, l)];
+            const double* __restrict at = actual.data();
+            const double* __restrict seen = is_observed.data();
+            const double* __restrict profile = base.data();
             for (size_t h = 0; h < span; ++h) {
-              const double p = base[h] + level + deviation * weight[h];  // PointAt
-              sum[h] += is_observed[h] * std::fabs(actual[h] - p);
-              count[h] += observed_count[h];
+              const double p = profile[h] + level + deviation * weight[h];  // PointAt
+              sum[h] += seen[h] * std::fabs(at[h] - p);
             }
           }
         }
@@ -337,7 +348,8 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
       for (size_t w = 0; w < windows.size(); ++w) {
         for (size_t l = 0; l < half_lives.size(); ++l) {
           const size_t cell = cell_of(d, g, w, l);
-          const double score = MeanOverSteps(&error_sum[cell], &error_count[cell], horizon);
+          const double score =
+              MeanOverSteps(&error_sum[cell], &error_count[count_of(d, g, w)], horizon);
           if (score < best_score) {
             best_score = score;
             best = {d, gammas[g], windows[w], half_lives[l]};
@@ -374,7 +386,7 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
     for (int count : counts) medians.push_back({period, count});
   }
   auto median_path = [&](size_t origin, size_t span, const SeasonalMedian& m) {
-    return SeasonalMedianPath(y, origin, span, m, WindowMedian(y, 0, origin));
+    return SeasonalMedianPath(y, origin, span, m);
   };
   SeasonalMedian best_median;
   double best_median_score = kInf;
@@ -463,11 +475,13 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
     // need not go on, and the point is the median of its own quantiles. The band is symmetric:
     // each tail's quantile comes from the absolute errors of both (a few dozen inner origins
     // say little about one tail alone).
-    const double median_z = Quantile(standardised, 0.5);
+    std::sort(standardised.begin(), standardised.end());
+    const double median_z = QuantileOfSorted(standardised, 0.5);
     std::vector<double> spread;
     for (double z : standardised) spread.push_back(std::fabs(z - median_z));
+    std::sort(spread.begin(), spread.end());
     for (double q : levels) {
-      const double z = (q < 0.5 ? -1 : 1) * Quantile(spread, std::fabs(2 * q - 1));
+      const double z = (q < 0.5 ? -1 : 1) * QuantileOfSorted(spread, std::fabs(2 * q - 1));
       std::vector<double> values(horizon);
       for (size_t h = 0; h < horizon; ++h) values[h] = center[h] + scale[h] * z;
       f.quantiles.push_back(std::move(values));
