@@ -171,6 +171,269 @@ double PathScore(const std::vector<double>& y, const std::vector<OriginFit>& fit
   return MeanOverSteps(sum.data(), count.data(), horizon);
 }
 
+// The levels the seasonal profile is fitted around, and its fits at the inner origins.
+struct Decomposition {
+  size_t half = 0;                  // steps each side of the running median
+  std::vector<double> full_median;  // RunningMedians(y).Of(n, half)
+  std::vector<OriginFit> fits;      // at each inner origin
+};
+
+// The profile model's grid (see the header).
+struct Grid {
+  std::vector<double> gammas;
+  std::vector<size_t> windows;  // the last, n: the whole history (clipped to each origin)
+  std::vector<double> half_lives;
+};
+
+// Up to `count` inner origins spread over the last two thirds of n steps.
+std::vector<size_t> InnerOrigins(size_t n, size_t count) {
+  const size_t first = std::max(kMinHistorySteps, n / 3);
+  std::vector<size_t> origins;
+  if (first + 1 >= n) return origins;
+  count = std::min(count, n - first);
+  for (size_t k = 0; k < count; ++k) {
+    const size_t o = first + (count == 1 ? 0 : k * (n - 1 - first) / (count - 1));
+    if (origins.empty() || origins.back() != o) origins.push_back(o);
+  }
+  return origins;
+}
+
+// The cell of the grid with the least mean over steps of the mean absolute error at that step,
+// over every decomposition's inner origins (a default cell when none is scored).
+Params ChooseProfileModel(const std::vector<double>& y, const std::vector<Decomposition>& ds,
+                          const Grid& grid, size_t horizon) {
+  const std::vector<double>& gammas = grid.gammas;
+  const std::vector<size_t>& windows = grid.windows;
+  const std::vector<double>& half_lives = grid.half_lives;
+  const size_t n = y.size();
+  // Absolute errors per (decomposition, gamma, window, half-life) and step ahead.
+  auto count_of = [&](size_t d, size_t g, size_t w) {
+    return ((d * gammas.size() + g) * windows.size() + w) * horizon;
+  };
+  auto cell_of = [&](size_t d, size_t g, size_t w, size_t l) {
+    return (count_of(d, g, w) / horizon * half_lives.size() + l) * horizon;
+  };
+  const size_t cells = ds.size() * gammas.size() * windows.size();
+  std::vector<double> error_sum(cells * half_lives.size() * horizon, 0.0);
+  // The errors counted per step are the same for every half-life: counted per window.
+  std::vector<int32_t> error_count(cells * horizon, 0);
+  // The reversion's weights per half-life and step ahead, and each origin's actual values with
+  // a mask of the observed ones, so that the loop below is branch-free over the steps.
+  std::vector<double> decay(half_lives.size() * horizon);
+  for (size_t l = 0; l < half_lives.size(); ++l) {
+    for (size_t h = 0; h < horizon; ++h) decay[l * horizon + h] = Decay(h + 1.0, half_lives[l]);
+  }
+  std::vector<double> actual(horizon), is_observed(horizon), base(horizon);
+  std::vector<int32_t> observed_count(horizon);
+  for (size_t d = 0; d < ds.size(); ++d) {
+    for (const OriginFit& fit : ds[d].fits) {
+      const size_t span = std::min(horizon, n - fit.origin);
+      for (size_t h = 0; h < span; ++h) {
+        const double v = y[fit.origin + h];
+        observed_count[h] = std::isnan(v) ? 0 : 1;
+        is_observed[h] = observed_count[h];
+        actual[h] = std::isnan(v) ? 0 : v;
+      }
+      for (size_t g = 0; g < gammas.size(); ++g) {
+        // Without the profile every decomposition forecasts alike.
+        if (d > 0 && gammas[g] == 0) continue;
+        const State st = StateAt(y, fit, gammas[g], windows);
+        if (std::isnan(st.last)) continue;
+        for (size_t h = 0; h < span; ++h) base[h] = gammas[g] * fit.seasonal[fit.origin + h];
+        for (size_t w = 0; w < windows.size(); ++w) {
+          const double level = st.level[w], deviation = st.last - st.level[w];
+          if (std::isnan(level)) continue;
+          for (size_t h = 0; h < span; ++h) error_count[count_of(d, g, w) + h] += observed_count[h];
+          for (size_t l = 0; l < half_lives.size(); ++l) {
+            const double* __restrict weight = &decay[l * horizon];
+            double* __restrict sum = &error_sum[cell_of(d, g, w, l)];
+            const double* __restrict at = actual.data();
+            const double* __restrict seen = is_observed.data();
+            const double* __restrict profile = base.data();
+            for (size_t h = 0; h < span; ++h) {
+              const double p = profile[h] + level + deviation * weight[h];  // PointAt
+              sum[h] += seen[h] * std::fabs(at[h] - p);
+            }
+          }
+        }
+      }
+    }
+  }
+  Params best{0, gammas.back(), windows[std::min<size_t>(2, windows.size() - 1)], 8};
+  double best_score = kInf;
+  for (size_t d = 0; d < ds.size(); ++d) {
+    for (size_t g = 0; g < gammas.size(); ++g) {
+      for (size_t w = 0; w < windows.size(); ++w) {
+        for (size_t l = 0; l < half_lives.size(); ++l) {
+          const double cell_score = MeanOverSteps(&error_sum[cell_of(d, g, w, l)],
+                                                  &error_count[count_of(d, g, w)], horizon);
+          if (cell_score < best_score) {
+            best_score = cell_score;
+            best = {d, gammas[g], windows[w], half_lives[l]};
+          }
+        }
+      }
+    }
+  }
+  return best;
+}
+
+// The profile model's point path over `span` steps after a fit's origin (NaN when its state is
+// unknown).
+std::vector<double> ProfilePath(const std::vector<double>& y, const OriginFit& fit, const Params& p,
+                                size_t span) {
+  std::vector<double> path(span, kNaN);
+  const State st = StateAt(y, fit, p.gamma, {p.window});
+  if (std::isnan(st.last) || std::isnan(st.level[0])) return path;
+  for (size_t h = 0; h < span; ++h) {
+    path[h] = PointAt(fit, p.gamma, st.level[0], st.last, p.half_life, h);
+  }
+  return path;
+}
+
+// The seasonal medians of the day and the week that the inner backtest scores: whole numbers
+// of steps that every inner origin (the earliest at `earliest`) has a period of history for.
+std::vector<SeasonalMedian> SeasonalMedians(double step_seconds, size_t earliest) {
+  std::vector<SeasonalMedian> medians;
+  for (const auto& [period_seconds, counts] :
+       {std::pair{kDaySeconds, std::vector<int>{1, 3, 7}}, {7 * kDaySeconds, {1, 2}}}) {
+    const double steps = period_seconds / step_seconds;
+    if (std::fabs(steps - std::round(steps)) > 1e-9 || steps < 2) continue;
+    const size_t period = static_cast<size_t>(std::llround(steps));
+    if (earliest < period) continue;
+    for (int count : counts) medians.push_back({period, count});
+  }
+  return medians;
+}
+
+// The seasonal median with the least PathScore at the inner origins of `fits`, with its paths
+// there (period 0 and an infinite score when no seasonal median applies).
+struct MedianChoice {
+  SeasonalMedian median;
+  double score = kInf;
+  std::vector<std::vector<double>> paths;  // per fit
+};
+MedianChoice ChooseSeasonalMedian(const std::vector<double>& y, const std::vector<OriginFit>& fits,
+                                  double step_seconds, size_t horizon) {
+  MedianChoice best;
+  for (const SeasonalMedian& m :
+       SeasonalMedians(step_seconds, fits.empty() ? 0 : fits.front().origin)) {
+    std::vector<std::vector<double>> paths;
+    for (const OriginFit& fit : fits) {
+      paths.push_back(
+          SeasonalMedianPath(y, fit.origin, std::min(horizon, y.size() - fit.origin), m));
+    }
+    const double score = PathScore(y, fits, paths, horizon);
+    if (score < best.score) best = {m, score, std::move(paths)};
+  }
+  return best;
+}
+
+std::string DescribeSeasonalMedian(const SeasonalMedian& m, double step_seconds) {
+  const bool week = m.period * step_seconds >= 7 * kDaySeconds;
+  return m.count == 1 ? fmt::format("the value a {} earlier", week ? "week" : "day")
+                      : fmt::format("the median of the last {} {}s at that time", m.count,
+                                    week ? "week" : "day");
+}
+
+// The mean of two paths (b where a is NaN).
+std::vector<double> MeanOf(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> out(a.size());
+  for (size_t h = 0; h < a.size(); ++h) out[h] = std::isnan(a[h]) ? b[h] : (a[h] + b[h]) / 2;
+  return out;
+}
+
+// The quantiles at `levels` about `center`: center plus or minus scale[h] times the quantile of
+// the standardised inner errors' absolute deviations from their median (sorted in place). The
+// errors' median is taken out: a bias the inner backtest saw (the history rose, say) need not
+// go on, and the point is the median of its own quantiles. The band is symmetric: each tail's
+// quantile comes from the absolute errors of both (a few dozen inner origins say little about
+// one tail alone).
+std::vector<std::vector<double>> BandFromInnerErrors(const std::vector<double>& center,
+                                                     const std::vector<double>& scale,
+                                                     std::vector<double> standardised,
+                                                     const std::vector<double>& levels) {
+  std::sort(standardised.begin(), standardised.end());
+  const double median_z = QuantileOfSorted(standardised, 0.5);
+  std::vector<double> spread;
+  for (double z : standardised) spread.push_back(std::fabs(z - median_z));
+  std::sort(spread.begin(), spread.end());
+  std::vector<std::vector<double>> band;
+  for (double q : levels) {
+    const double z = (q < 0.5 ? -1 : 1) * QuantileOfSorted(spread, std::fabs(2 * q - 1));
+    std::vector<double> values(center.size());
+    for (size_t h = 0; h < center.size(); ++h) values[h] = center[h] + scale[h] * z;
+    band.push_back(std::move(values));
+  }
+  return band;
+}
+
+// Too short a history for an inner backtest: Gaussian intervals from the one-step changes of y,
+// growing with the square root of the steps ahead.
+std::vector<std::vector<double>> GaussianBand(const std::vector<double>& y,
+                                              const std::vector<double>& center,
+                                              const std::vector<double>& levels) {
+  double sum = 0;
+  int count = 0;
+  for (size_t t = 1; t < y.size(); ++t) {
+    if (std::isnan(y[t]) || std::isnan(y[t - 1])) continue;
+    sum += (y[t] - y[t - 1]) * (y[t] - y[t - 1]);
+    ++count;
+  }
+  const double sd = count > 0 ? std::sqrt(sum / count) : 0;
+  std::vector<std::vector<double>> band;
+  for (double q : levels) {
+    std::vector<double> values(center.size());
+    for (size_t h = 0; h < center.size(); ++h) {
+      values[h] = center[h] + sd * std::sqrt(h + 1.0) * NormalQuantile(q);
+    }
+    band.push_back(std::move(values));
+  }
+  return band;
+}
+
+// The history a forecast uses: the last kMaxHistorySeconds of it, or four horizons if longer,
+// less its trailing gaps.
+RegularSeries RecentHistory(const RegularSeries& full_history, size_t horizon) {
+  RegularSeries s = full_history;
+  const size_t keep = static_cast<size_t>(std::max(
+      TitanForecaster::kMaxHistorySeconds / s.step_seconds, 4.0 * static_cast<double>(horizon)));
+  if (s.values.size() > keep) {
+    const size_t drop = s.values.size() - keep;
+    s.values.erase(s.values.begin(), s.values.begin() + static_cast<ptrdiff_t>(drop));
+    s.start_seconds += static_cast<double>(drop) * s.step_seconds;
+  }
+  while (!s.values.empty() && std::isnan(s.values.back())) s.values.pop_back();
+  return s;
+}
+
+// The chosen model's inner errors: the scale per step ahead, the mean absolute error made
+// non-decreasing by isotonic regression (pool adjacent violators, weighted by the errors per
+// step: a noisy high step does not ratchet up every later one; steps with fewer than 3 errors
+// take the value of the block before them), and the errors divided by it.
+struct InnerErrors {
+  std::vector<double> scale;  // per step ahead
+  std::vector<double> standardised;
+};
+InnerErrors StandardisedErrors(const std::vector<double>& y, const std::vector<OriginFit>& fits,
+                               const std::vector<std::vector<double>>& paths, size_t horizon) {
+  std::vector<std::vector<double>> errors(horizon);
+  for (size_t k = 0; k < fits.size(); ++k) {
+    for (size_t h = 0; h < paths[k].size(); ++h) {
+      const double actual = y[fits[k].origin + h];
+      if (std::isnan(actual) || std::isnan(paths[k][h])) continue;
+      errors[h].push_back(actual - paths[k][h]);
+    }
+  }
+  InnerErrors out;
+  out.scale = NonDecreasingMeanAbs(errors, 3);
+  for (size_t h = 0; h < horizon; ++h) {
+    if (out.scale[h] <= 0) continue;
+    for (double e : errors[h]) out.standardised.push_back(e / out.scale[h]);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<double> NonDecreasingMeanAbs(const std::vector<std::vector<double>>& errors,
@@ -210,16 +473,7 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
                                           const std::vector<double>& levels) const {
   if (horizon_steps < 1) return InvalidArgumentError("the horizon must be at least one step");
   const size_t horizon = static_cast<size_t>(horizon_steps);
-  // The history used: the last kMaxHistorySeconds, or four horizons.
-  RegularSeries s = full_history;
-  const size_t keep = static_cast<size_t>(
-      std::max(kMaxHistorySeconds / s.step_seconds, 4.0 * static_cast<double>(horizon)));
-  if (s.values.size() > keep) {
-    const size_t drop = s.values.size() - keep;
-    s.values.erase(s.values.begin(), s.values.begin() + static_cast<ptrdiff_t>(drop));
-    s.start_seconds += static_cast<double>(drop) * s.step_seconds;
-  }
-  while (!s.values.empty() && std::isnan(s.values.back())) s.values.pop_back();
+  const RegularSeries s = RecentHistory(full_history, horizon);
   const size_t n = s.values.size();
   const size_t observed = s.Observed();
   if (observed < kMinHistorySteps) {
@@ -231,18 +485,14 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
   bool non_negative = true;
   for (double v : y) non_negative = non_negative && !(v < 0);
 
-  const double steps_per_day = kDaySeconds / s.step_seconds;
   // The levels the seasonal profile is fitted around: a running median over a day and, when
   // the history holds the weekly cycle, over a week (a day's median follows a quiet weekend
   // down, leaving little of the weekly cycle to the profile; a week's median keeps it there).
-  struct Decomposition {
-    size_t half = 0;                  // steps each side of the running median
-    std::vector<double> full_median;  // RunningMedians(y).Of(n, half)
-    std::vector<OriginFit> fits;      // at each inner origin
-  };
+  const std::vector<Cycle> cycles = CyclesFor(s.step_seconds, n);
   std::vector<Decomposition> decompositions(1);
-  decompositions[0].half = std::max<size_t>(1, static_cast<size_t>(steps_per_day / 2));
-  for (const Cycle& c : CyclesFor(s.step_seconds, n)) {
+  decompositions[0].half =
+      std::max<size_t>(1, static_cast<size_t>(kDaySeconds / s.step_seconds / 2));
+  for (const Cycle& c : cycles) {
     if (c.period_seconds > kDaySeconds) {
       decompositions.push_back(
           {static_cast<size_t>(c.period_seconds / s.step_seconds / 2), {}, {}});
@@ -253,164 +503,39 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
   // The Fourier terms of every fit below: the cycles of the whole history over it and the
   // horizon (a fit at an early origin uses the day's columns when its history is too short for
   // the week).
-  const FourierTable table(CyclesFor(s.step_seconds, n), s.start_seconds, s.step_seconds,
-                           n + horizon);
-
-  // The grid: levels over 4, 8, ... steps and the whole history; half-lives 0, 1, 2, 4 ...
-  // steps and infinite; gamma 0, 1/2, 1 when there is a cycle.
-  std::vector<size_t> windows = Doublings(4, n);
-  windows.push_back(n);  // the whole history (clipped to each origin)
-  std::vector<double> half_lives = {0};
-  for (size_t v : Doublings(1, 2 * std::max(n, horizon))) half_lives.push_back(v);
-  half_lives.push_back(kInf);
-
-  // Inner origins in the last two thirds of the history.
-  const size_t first = std::max(kMinHistorySteps, n / 3);
-  std::vector<size_t> origins;
-  if (first + 1 < n) {
-    const size_t count = std::min<size_t>(kInnerOrigins, n - first);
-    for (size_t k = 0; k < count; ++k) {
-      const size_t o = first + (count == 1 ? 0 : k * (n - 1 - first) / (count - 1));
-      if (origins.empty() || origins.back() != o) origins.push_back(o);
-    }
-  }
+  const FourierTable table(cycles, s.start_seconds, s.step_seconds, n + horizon);
+  auto span_at = [&](size_t origin) { return std::min(horizon, n - origin); };
   for (Decomposition& d : decompositions) {
-    for (size_t o : origins) {
-      d.fits.push_back(
-          FitAt(s, table, running, o, std::min(horizon, n - o), d.full_median, d.half));
+    for (size_t o : InnerOrigins(n, kInnerOrigins)) {
+      d.fits.push_back(FitAt(s, table, running, o, span_at(o), d.full_median, d.half));
     }
   }
   const std::vector<OriginFit>& fits = decompositions[0].fits;
-  const bool seasonal =
-      std::any_of(fits.begin(), fits.end(), [](const OriginFit& f) { return f.has_cycles; }) ||
-      !CyclesFor(s.step_seconds, n).empty();
-  const std::vector<double> gammas =
-      seasonal ? std::vector<double>{0, 0.5, 1} : std::vector<double>{0};
 
-  // Absolute errors per (decomposition, gamma, window, half-life) and step ahead.
-  const size_t grid = decompositions.size() * gammas.size() * windows.size() * half_lives.size();
-  auto cell_of = [&](size_t d, size_t g, size_t w, size_t l) {
-    return (((d * gammas.size() + g) * windows.size() + w) * half_lives.size() + l) * horizon;
-  };
-  std::vector<double> error_sum(grid * horizon, 0.0);
-  // The errors counted per step are the same for every half-life: counted per window.
-  auto count_of = [&](size_t d, size_t g, size_t w) {
-    return ((d * gammas.size() + g) * windows.size() + w) * horizon;
-  };
-  std::vector<int32_t> error_count(grid / half_lives.size() * horizon, 0);
-  // The reversion's weights per half-life and step ahead, and each origin's actual values with
-  // a mask of the observed ones, so that the loop below is branch-free over the steps.
-  std::vector<double> decay(half_lives.size() * horizon);
-  for (size_t l = 0; l < half_lives.size(); ++l) {
-    for (size_t h = 0; h < horizon; ++h) decay[l * horizon + h] = Decay(h + 1.0, half_lives[l]);
-  }
-  std::vector<double> actual(horizon), is_observed(horizon), base(horizon);
-  std::vector<int32_t> observed_count(horizon);
-  for (size_t d = 0; d < decompositions.size(); ++d) {
-    for (const OriginFit& fit : decompositions[d].fits) {
-      const size_t span = std::min(horizon, n - fit.origin);
-      for (size_t h = 0; h < span; ++h) {
-        const double v = y[fit.origin + h];
-        observed_count[h] = std::isnan(v) ? 0 : 1;
-        is_observed[h] = observed_count[h];
-        actual[h] = std::isnan(v) ? 0 : v;
-      }
-      for (size_t g = 0; g < gammas.size(); ++g) {
-        // Without the profile every decomposition forecasts alike.
-        if (d > 0 && gammas[g] == 0) continue;
-        const State st = StateAt(y, fit, gammas[g], windows);
-        if (std::isnan(st.last)) continue;
-        for (size_t h = 0; h < span; ++h) base[h] = gammas[g] * fit.seasonal[fit.origin + h];
-        for (size_t w = 0; w < windows.size(); ++w) {
-          const double level = st.level[w], deviation = st.last - st.level[w];
-          if (std::isnan(level)) continue;
-          for (size_t h = 0; h < span; ++h) error_count[count_of(d, g, w) + h] += observed_count[h];
-          for (size_t l = 0; l < half_lives.size(); ++l) {
-            const double* __restrict weight = &decay[l * horizon];
-            double* __restrict sum = &error_sum[cell_of(d, g, w, l)];
-            const double* __restrict at = actual.data();
-            const double* __restrict seen = is_observed.data();
-            const double* __restrict profile = base.data();
-            for (size_t h = 0; h < span; ++h) {
-              const double p = profile[h] + level + deviation * weight[h];  // PointAt
-              sum[h] += seen[h] * std::fabs(at[h] - p);
-            }
-          }
-        }
-      }
-    }
-  }
-  // The best: least mean over steps of the mean absolute error at that step.
-  Params best{0, gammas.back(), windows[std::min<size_t>(2, windows.size() - 1)], 8};
-  double best_score = kInf;
-  for (size_t d = 0; d < decompositions.size(); ++d) {
-    for (size_t g = 0; g < gammas.size(); ++g) {
-      for (size_t w = 0; w < windows.size(); ++w) {
-        for (size_t l = 0; l < half_lives.size(); ++l) {
-          const size_t cell = cell_of(d, g, w, l);
-          const double score =
-              MeanOverSteps(&error_sum[cell], &error_count[count_of(d, g, w)], horizon);
-          if (score < best_score) {
-            best_score = score;
-            best = {d, gammas[g], windows[w], half_lives[l]};
-          }
-        }
-      }
-    }
-  }
-  auto profile_path = [&](const OriginFit& fit, size_t span) {
-    std::vector<double> path(span, kNaN);
-    const State st = StateAt(y, fit, best.gamma, {best.window});
-    if (std::isnan(st.last) || std::isnan(st.level[0])) return path;
-    for (size_t h = 0; h < span; ++h) {
-      path[h] = PointAt(fit, best.gamma, st.level[0], st.last, best.half_life, h);
-    }
-    return path;
-  };
-  auto span_at = [&](const OriginFit& fit) { return std::min(horizon, n - fit.origin); };
+  // The profile model: the grid's best cell.
+  Grid grid;
+  grid.gammas = cycles.empty() ? std::vector<double>{0} : std::vector<double>{0, 0.5, 1};
+  grid.windows = Doublings(4, n);
+  grid.windows.push_back(n);
+  grid.half_lives = {0};
+  for (size_t v : Doublings(1, 2 * std::max(n, horizon))) grid.half_lives.push_back(v);
+  grid.half_lives.push_back(kInf);
+  const Params best = ChooseProfileModel(y, decompositions, grid, horizon);
   std::vector<std::vector<double>> profile_paths;
   for (const OriginFit& fit : decompositions[best.decomposition].fits) {
-    profile_paths.push_back(profile_path(fit, span_at(fit)));
+    profile_paths.push_back(ProfilePath(y, fit, best, span_at(fit.origin)));
   }
 
-  // The seasonal medians of the day and the week: whole numbers of steps that every inner
-  // origin has a period of history for.
-  std::vector<SeasonalMedian> medians;
-  const size_t earliest = fits.empty() ? 0 : fits.front().origin;
-  for (const auto& [period_seconds, counts] :
-       {std::pair{kDaySeconds, std::vector<int>{1, 3, 7}}, {7 * kDaySeconds, {1, 2}}}) {
-    const double steps = period_seconds / s.step_seconds;
-    if (std::fabs(steps - std::round(steps)) > 1e-9 || steps < 2) continue;
-    const size_t period = static_cast<size_t>(std::llround(steps));
-    if (earliest < period) continue;
-    for (int count : counts) medians.push_back({period, count});
-  }
-  auto median_path = [&](size_t origin, size_t span, const SeasonalMedian& m) {
-    return SeasonalMedianPath(y, origin, span, m);
-  };
-  SeasonalMedian best_median;
-  double best_median_score = kInf;
-  std::vector<std::vector<double>> median_paths;
-  for (const SeasonalMedian& m : medians) {
-    std::vector<std::vector<double>> paths;
-    for (const OriginFit& fit : fits) paths.push_back(median_path(fit.origin, span_at(fit), m));
-    const double score = PathScore(y, fits, paths, horizon);
-    if (score < best_median_score) {
-      best_median_score = score;
-      best_median = m;
-      median_paths = std::move(paths);
-    }
-  }
+  // The seasonal median with the least error at the same origins.
+  const MedianChoice median = ChooseSeasonalMedian(y, fits, s.step_seconds, horizon);
+  const SeasonalMedian& best_median = median.median;
+  const double best_median_score = median.score;
+  const std::vector<std::vector<double>>& median_paths = median.paths;
   // The mean of the two, which errs less than either where their errors differ.
-  auto mean_of = [](const std::vector<double>& a, const std::vector<double>& b) {
-    std::vector<double> out(a.size());
-    for (size_t h = 0; h < a.size(); ++h) out[h] = std::isnan(a[h]) ? b[h] : (a[h] + b[h]) / 2;
-    return out;
-  };
   std::vector<std::vector<double>> mean_paths;
   if (best_median.period > 0) {
     for (size_t k = 0; k < fits.size(); ++k) {
-      mean_paths.push_back(mean_of(profile_paths[k], median_paths[k]));
+      mean_paths.push_back(MeanOf(profile_paths[k], median_paths[k]));
     }
   }
   const double mean_score = best_median.period > 0 ? PathScore(y, fits, mean_paths, horizon) : kInf;
@@ -428,83 +553,33 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
                                                          : choice == Choice::kMedian ? median_paths
                                                                                      : mean_paths;
 
-  // The chosen model's inner errors by step ahead, for the quantiles.
-  std::vector<std::vector<double>> errors(horizon);
-  for (size_t k = 0; k < fits.size(); ++k) {
-    for (size_t h = 0; h < chosen_paths[k].size(); ++h) {
-      const double actual = y[fits[k].origin + h];
-      if (std::isnan(actual) || std::isnan(chosen_paths[k][h])) continue;
-      errors[h].push_back(actual - chosen_paths[k][h]);
-    }
-  }
-  // Scale per step: the mean absolute error, made non-decreasing by isotonic regression (pool
-  // adjacent violators, weighted by the errors per step: a noisy high step does not ratchet up
-  // every later one); steps with fewer than 3 errors take the value of the block before them.
-  const std::vector<double> scale = NonDecreasingMeanAbs(errors, 3);
-  std::vector<double> standardised;
-  for (size_t h = 0; h < horizon; ++h) {
-    if (scale[h] <= 0) continue;
-    for (double e : errors[h]) standardised.push_back(e / scale[h]);
-  }
-
+  const InnerErrors inner = StandardisedErrors(y, fits, chosen_paths, horizon);
   // The forecast from the whole history.
   const Decomposition& chosen = decompositions[best.decomposition];
   const OriginFit final_fit = FitAt(s, table, running, n, horizon, chosen.full_median, chosen.half);
-  std::vector<double> center;
-  const std::vector<double> final_median =
-      best_median.period > 0 ? median_path(n, horizon, best_median) : std::vector<double>();
-  switch (choice) {
-    case Choice::kProfile:
-      center = profile_path(final_fit, horizon);
-      break;
-    case Choice::kMedian:
-      center = final_median;
-      break;
-    case Choice::kMean:
-      center = mean_of(profile_path(final_fit, horizon), final_median);
-      break;
-  }
+  const std::vector<double> final_median = best_median.period > 0
+                                               ? SeasonalMedianPath(y, n, horizon, best_median)
+                                               : std::vector<double>();
   Forecast f;
   f.model = std::string(name());
   f.start_seconds = s.TimeAt(n);
   f.step_seconds = s.step_seconds;
   f.quantile_levels = levels;
-  f.point = center;
-  if (standardised.size() >= 10) {
-    // The errors' median is taken out: a bias the inner backtest saw (the history rose, say)
-    // need not go on, and the point is the median of its own quantiles. The band is symmetric:
-    // each tail's quantile comes from the absolute errors of both (a few dozen inner origins
-    // say little about one tail alone).
-    std::sort(standardised.begin(), standardised.end());
-    const double median_z = QuantileOfSorted(standardised, 0.5);
-    std::vector<double> spread;
-    for (double z : standardised) spread.push_back(std::fabs(z - median_z));
-    std::sort(spread.begin(), spread.end());
-    for (double q : levels) {
-      const double z = (q < 0.5 ? -1 : 1) * QuantileOfSorted(spread, std::fabs(2 * q - 1));
-      std::vector<double> values(horizon);
-      for (size_t h = 0; h < horizon; ++h) values[h] = center[h] + scale[h] * z;
-      f.quantiles.push_back(std::move(values));
-    }
-  } else {
-    // Too short a history for an inner backtest: Gaussian intervals from the one-step changes,
-    // growing with the square root of the steps ahead.
-    double sum = 0;
-    int count = 0;
-    for (size_t t = 1; t < n; ++t) {
-      if (std::isnan(y[t]) || std::isnan(y[t - 1])) continue;
-      sum += (y[t] - y[t - 1]) * (y[t] - y[t - 1]);
-      ++count;
-    }
-    const double sd = count > 0 ? std::sqrt(sum / count) : 0;
-    for (double q : levels) {
-      std::vector<double> values(horizon);
-      for (size_t h = 0; h < horizon; ++h) {
-        values[h] = center[h] + sd * std::sqrt(h + 1.0) * NormalQuantile(q);
-      }
-      f.quantiles.push_back(std::move(values));
-    }
+  switch (choice) {
+    case Choice::kProfile:
+      f.point = ProfilePath(y, final_fit, best, horizon);
+      break;
+    case Choice::kMedian:
+      f.point = final_median;
+      break;
+    case Choice::kMean:
+      f.point = MeanOf(ProfilePath(y, final_fit, best, horizon), final_median);
+      break;
   }
+  f.quantiles = inner.standardised.size() >= 10
+                    ? BandFromInnerErrors(f.point, inner.scale, inner.standardised, levels)
+                    : GaussianBand(y, f.point, levels);
+
   const std::string profile_text =
       fmt::format("seasonal profile{} x{:g}{}, level = median over {}, reverts with half-life {}",
                   best.decomposition > 0 ? " about the week's median" : "", best.gamma,
@@ -512,14 +587,8 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
                   best.window >= n ? "the whole history"
                                    : Steps(static_cast<double>(best.window), s.step_seconds),
                   Steps(best.half_life, s.step_seconds));
-  std::string median_text;
-  if (best_median.period > 0) {
-    const bool week = best_median.period * s.step_seconds >= 7 * kDaySeconds;
-    median_text = best_median.count == 1
-                      ? fmt::format("the value a {} earlier", week ? "week" : "day")
-                      : fmt::format("the median of the last {} {}s at that time", best_median.count,
-                                    week ? "week" : "day");
-  }
+  const std::string median_text =
+      best_median.period > 0 ? DescribeSeasonalMedian(best_median, s.step_seconds) : "";
   const std::string model_text =
       choice == Choice::kProfile  ? profile_text
       : choice == Choice::kMedian ? median_text
