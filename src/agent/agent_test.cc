@@ -489,11 +489,16 @@ TEST_F(AgentTest, ServesMetricsEventsRecorderAndHealth) {
     std::this_thread::sleep_for(std::chrono::milliseconds(i == 25 ? 200 : 5));
     client.StepEnd(i);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  (*agent)->transients().Drain();
-
+  // Drain() covers the detections submitted so far: first the agent must have read all 30 steps
+  // (a loaded CI machine delayed that past a fixed 300 ms and the events came back empty).
   int status = 0;
-  const std::string metrics = testing::HttpGet(port, "/metrics", &status);
+  std::string metrics;
+  for (int wait_ms = 0; wait_ms < 20'000; wait_ms += 50) {
+    metrics = testing::HttpGet(port, "/metrics", &status);
+    if (metrics.find("titan_steps_total{rank=\"5\"} 30") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  (*agent)->transients().Drain();
   EXPECT_EQ(status, 200);
   EXPECT_THAT(metrics, HasSubstr("titan_steps_total{rank=\"5\"} 30"));
   EXPECT_THAT(metrics, HasSubstr("titan_collector_up{collector=\"cpu\"} 1"));
