@@ -451,6 +451,18 @@ TEST(RecorderDumpTest, PiecesAddUpToTheWholeDumpAndStayNearTheirSize) {
   EXPECT_EQ(transients, 600);
 }
 
+// The agent's /metrics once they contain `text` (polled for up to 20 s; the last answer if they
+// never do). The agent reads its clients' events on its own thread: a test waits for them so.
+std::string MetricsOnceTheyShow(int port, const std::string& text, int* status) {
+  std::string metrics;
+  for (int waited_ms = 0; waited_ms < 20'000; waited_ms += 20) {
+    metrics = testing::HttpGet(port, "/metrics", status);
+    if (metrics.find(text) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return metrics;
+}
+
 class AgentTest : public ::testing::Test {
  protected:
   AgentOptions Options() {
@@ -470,9 +482,10 @@ TEST_F(AgentTest, AStepEndWithoutItsBeginIsCountedNotTimed) {
   Client client(dir_.File("agent.sock"), 7);
   client.StepEnd(-1);  // "no step" and no begin: was timed from 1970, a 1.8e9 s step
   client.StepEnd(3);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Once the agent has read both (a fixed wait is a race on a loaded machine).
   int status = 0;
-  const std::string metrics = testing::HttpGet((*agent)->port(), "/metrics", &status);
+  const std::string metrics =
+      MetricsOnceTheyShow((*agent)->port(), "titan_app_events_unmatched_total 2", &status);
   EXPECT_EQ(status, 200);
   EXPECT_THAT(metrics, HasSubstr("titan_app_events_unmatched_total 2"));
   EXPECT_THAT(metrics, Not(HasSubstr("titan_steps_total{rank=\"7\"} 1")));
@@ -486,18 +499,16 @@ TEST_F(AgentTest, ServesMetricsEventsRecorderAndHealth) {
   Client client(dir_.File("agent.sock"), 5);
   for (int i = 0; i < 30; ++i) {
     client.StepBegin(i);
-    std::this_thread::sleep_for(std::chrono::milliseconds(i == 25 ? 200 : 5));
+    // Steps of 5-7 ms: a baseline with the jitter of real steps. Sleeps of exactly 5 ms vary by
+    // microseconds, and the steps after the slow one, a few microseconds slower (cold caches),
+    // then scored as spikes too: the slow step's transient stayed open and was never reported.
+    std::this_thread::sleep_for(std::chrono::milliseconds(i == 25 ? 200 : 5 + i % 3));
     client.StepEnd(i);
   }
-  // Drain() covers the detections submitted so far: first the agent must have read all 30 steps
-  // (a loaded CI machine delayed that past a fixed 300 ms and the events came back empty).
+  // Drain() covers the detections submitted so far: first the agent must have read all 30 steps.
   int status = 0;
-  std::string metrics;
-  for (int wait_ms = 0; wait_ms < 20'000; wait_ms += 50) {
-    metrics = testing::HttpGet(port, "/metrics", &status);
-    if (metrics.find("titan_steps_total{rank=\"5\"} 30") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const std::string metrics =
+      MetricsOnceTheyShow(port, "titan_steps_total{rank=\"5\"} 30", &status);
   (*agent)->transients().Drain();
   EXPECT_EQ(status, 200);
   EXPECT_THAT(metrics, HasSubstr("titan_steps_total{rank=\"5\"} 30"));

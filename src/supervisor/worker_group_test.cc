@@ -83,8 +83,10 @@ TEST_F(WorkerGroupTest, StopKillsTheWholeGroupEvenIfSigtermIsIgnored) {
                        ""})
                   .ok());
   pid_t pgid = g.workers()[0].pid;
-  usleep(200'000);
-  EXPECT_GE(LiveInGroup(pgid), 2);  // the shell and its background sleep
+  // The background sleep exists only once the trap is set: wait for it, not a fixed time (a
+  // SIGTERM before the trap would end the shell within the grace).
+  for (int i = 0; i < 1000 && LiveInGroup(pgid) < 2; ++i) usleep(10'000);
+  ASSERT_GE(LiveInGroup(pgid), 2);  // the shell and its background sleep
   int killed = g.Stop(300'000'000);
   EXPECT_EQ(killed, 1);
   EXPECT_TRUE(g.AllExited());
