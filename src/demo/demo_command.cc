@@ -170,26 +170,33 @@ namespace {
 
 // What titan agent said of the straggler: the first transient that names "a straggler" and a rank
 // ("rank 3 late against its peers ... a straggler holding the others"); rank -1 and an empty text
-// when it said none (or could not be asked).
+// when it said none (or could not be asked). The agent explains a transient 2 s after detecting
+// it (GroupingOptions::hold_ns), and the slowdown ends a fraction of a second before the job does:
+// the events are asked again for up to 5 s before "none" is the answer.
 std::pair<int, std::string> AgentStraggler(const std::string& out_dir) {
   const std::string log = Env::ReadFile(out_dir + "/agent.log", 64 << 20).value_or("");
   const std::string marker = "listening on http://127.0.0.1:";
   const size_t at = log.find(marker);
   if (at == std::string::npos) return {-1, ""};
-  http::OutgoingRequest request;
-  request.method = "GET";
-  request.target = "/events?limit=10000";
-  auto res = http::Fetch(http::Url{"127.0.0.1", std::atoi(log.c_str() + at + marker.size()), ""},
-                         std::move(request), 10 * kNsPerSecond, size_t{64} << 20);
-  if (!res.ok() || res->status != 200) return {-1, ""};
-  json events = json::parse(res->body, nullptr, false);
-  if (!events.is_array()) return {-1, ""};
-  for (const json& e : events) {
-    std::string claim;
-    const int rank = StragglerNamedIn(e.value("summary", ""), &claim);
-    if (rank >= 0) return {rank, claim};
+  const int port = std::atoi(log.c_str() + at + marker.size());
+  const int64_t deadline = MonoNowNs() + 5 * kNsPerSecond;
+  for (;;) {
+    http::OutgoingRequest request;
+    request.method = "GET";
+    request.target = "/events?limit=10000";
+    auto res = http::Fetch(http::Url{"127.0.0.1", port, ""}, std::move(request), 10 * kNsPerSecond,
+                           size_t{64} << 20);
+    if (!res.ok() || res->status != 200) return {-1, ""};
+    json events = json::parse(res->body, nullptr, false);
+    if (!events.is_array()) return {-1, ""};
+    for (const json& e : events) {
+      std::string claim;
+      const int rank = StragglerNamedIn(e.value("summary", ""), &claim);
+      if (rank >= 0) return {rank, claim};
+    }
+    if (MonoNowNs() >= deadline) return {-1, ""};
+    ::usleep(250'000);
   }
-  return {-1, ""};
 }
 
 // One line of the timeline for an event, or "" if it is not a transient or a decision.
