@@ -336,6 +336,7 @@ Status ParseOutlier(Section s, OutlierConfig* o) {
   TITAN_RETURN_IF_ERROR(s.Integer("min_requests", &o->min_requests, 1, 1'000'000));
   TITAN_RETURN_IF_ERROR(s.Number("latency_ratio", &o->latency_ratio, 1.01, 1000));
   TITAN_RETURN_IF_ERROR(s.Integer("consecutive_intervals", &o->consecutive_intervals, 1, 1000));
+  TITAN_RETURN_IF_ERROR(s.Integer("max_window_intervals", &o->max_window_intervals, 1, 1000));
   TITAN_RETURN_IF_ERROR(s.Number("error_rate", &o->error_rate, 0.01, 1));
   TITAN_RETURN_IF_ERROR(s.Integer("consecutive_failures", &o->consecutive_failures, 1, 100000));
   TITAN_RETURN_IF_ERROR(s.Duration("base_ejection", &o->base_ejection_ns));

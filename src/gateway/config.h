@@ -106,6 +106,9 @@ struct OutlierConfig {
   size_t min_requests = 3;   // in an interval, for the replica's numbers to count
   double latency_ratio = 3;  // TTFT or ITL mean over this many times the peers' median
   int consecutive_intervals = 2;
+  // A replica that finished fewer than min_requests in an interval keeps its numbers for the
+  // next, up to this many intervals: a replica so slow that it rarely finishes is still judged.
+  int max_window_intervals = 10;
   double error_rate = 0.5;                   // failed fraction in an interval
   int consecutive_failures = 5;              // circuit breaker: failures in a row
   int64_t base_ejection_ns = 5'000'000'000;  // doubles with each ejection, up to max

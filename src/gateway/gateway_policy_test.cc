@@ -1356,6 +1356,10 @@ class OutlierTest : public ::testing::Test {
     s.itl_sum_ns = itl_ms * kMs * requests;
     return s;
   }
+  // `third`'s numbers beside two peers' at a 100 ms TTFT and a 10 ms ITL.
+  static std::vector<IntervalStats> BesidePeers(IntervalStats third) {
+    return {Stats(10, 0, 100, 10), Stats(10, 0, 100, 10), third};
+  }
   HealthConfig health_;
   OutlierConfig outlier_;
   std::vector<ReplicaHealth> healths_;
@@ -1392,6 +1396,91 @@ TEST_F(OutlierTest, AGoodIntervalResetsTheCount) {
   EXPECT_EQ(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2].reason, "");
   EXPECT_EQ(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2].reason, "");
   EXPECT_THAT(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2].reason, HasSubstr("itl"));
+}
+
+// A replica so slow that it finishes one request an interval (its peers ten) is judged on the
+// numbers of three intervals, twice, instead of never reaching min_requests.
+TEST_F(OutlierTest, AReplicaTooSlowToFinishMinRequestsIsJudgedOnALongerWindow) {
+  IntervalStats slow;
+  std::string reason;
+  int intervals = 0;
+  while (reason.empty() && intervals < 20) {
+    ++intervals;
+    const IntervalStats one = Stats(1, 0, 100, 50);
+    slow.requests += one.requests;
+    slow.ttft_count += one.ttft_count;
+    slow.ttft_sum_ns += one.ttft_sum_ns;
+    slow.itl_count += one.itl_count;
+    slow.itl_sum_ns += one.itl_sum_ns;
+    std::vector<IntervalStats> stats = {Stats(10, 0, 100, 10), Stats(10, 0, 100, 11), slow};
+    const OutlierVerdict v = EvaluateOutliers(stats, Healths(3), outlier_, 3, 0)[2];
+    reason = v.reason;
+    StartNextInterval(&slow, &healths_[2], outlier_, v.judged);
+  }
+  EXPECT_THAT(reason, HasSubstr("itl"));
+  EXPECT_EQ(intervals, 6) << "two windows of three intervals";
+}
+
+TEST_F(OutlierTest, AnIntervalTooThinToJudgeKeepsTheSlowCount) {
+  const std::vector<IntervalStats> slow = BesidePeers(Stats(10, 0, 100, 50));
+  const std::vector<IntervalStats> thin = BesidePeers(Stats(1, 0, 100, 10));
+  EXPECT_EQ(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2].reason, "");
+  EXPECT_EQ(EvaluateOutliers(thin, Healths(3), outlier_, 3, 0)[2].reason, "");
+  EXPECT_EQ(healths_[2].slow_intervals, 1) << "one request says nothing either way";
+  EXPECT_THAT(EvaluateOutliers(slow, Healths(3), outlier_, 3, 0)[2].reason, HasSubstr("itl"));
+  const OutlierVerdict after = EvaluateOutliers(thin, Healths(3), outlier_, 3, 0)[2];
+  EXPECT_EQ(after.reason, "") << "no verdict without numbers";
+  EXPECT_FALSE(after.slow);
+  EXPECT_EQ(healths_[2].slow_intervals, 2);
+}
+
+// A warm-up answer of one token has a TTFT and no ITL: fine in TTFT is not fine, while the
+// ITL numbers are too few to compare.
+TEST_F(OutlierTest, FineInTtftWithItlStillTooFewIsNotJudged) {
+  healths_[2].slow_intervals = 1;
+  IntervalStats s = Stats(3, 0, 100, 50);
+  s.itl_count = 1;
+  s.itl_sum_ns = 50 * kMs;
+  const OutlierVerdict v = EvaluateOutliers(BesidePeers(s), Healths(3), outlier_, 3, 0)[2];
+  EXPECT_FALSE(v.judged);
+  EXPECT_EQ(healths_[2].slow_intervals, 1);
+  s.itl_count = 0;  // no streams at all: TTFT is all there is to judge
+  s.itl_sum_ns = 0;
+  EXPECT_TRUE(EvaluateOutliers(BesidePeers(s), Healths(3), outlier_, 3, 0)[2].judged);
+  EXPECT_EQ(healths_[2].slow_intervals, 0);
+}
+
+TEST_F(OutlierTest, WithoutPeersNumbersNothingIsJudged) {
+  healths_[1].slow_intervals = 1;
+  std::vector<OutlierVerdict> v =
+      EvaluateOutliers({Stats(1, 0, 100, 10), Stats(10, 0, 900, 90)}, Healths(2), outlier_, 2, 0);
+  EXPECT_FALSE(v[0].judged);
+  EXPECT_FALSE(v[1].judged);
+  EXPECT_EQ(healths_[1].slow_intervals, 1);
+}
+
+TEST_F(OutlierTest, NumbersTooFewAreDroppedAfterTheWindowWithTheSlowCount) {
+  outlier_.max_window_intervals = 3;
+  healths_[0].slow_intervals = 1;
+  IntervalStats s = Stats(1, 0, 100, 50);
+  StartNextInterval(&s, &healths_[0], outlier_, false);
+  EXPECT_EQ(s.requests, 0u) << "the error rule's counts are per interval";
+  EXPECT_EQ(s.ttft_count, 0u) << "and TTFT's";
+  EXPECT_EQ(s.itl_count, 1u) << "ITL carries over";
+  StartNextInterval(&s, &healths_[0], outlier_, false);
+  EXPECT_EQ(s.intervals, 3);
+  EXPECT_EQ(s.itl_count, 1u);
+  EXPECT_EQ(healths_[0].slow_intervals, 1);
+  StartNextInterval(&s, &healths_[0], outlier_, false);
+  EXPECT_EQ(s.intervals, 1);
+  EXPECT_EQ(s.itl_count, 0u);
+  EXPECT_EQ(healths_[0].slow_intervals, 0);
+  s = Stats(3, 0, 100, 50);
+  healths_[0].slow_intervals = 1;
+  StartNextInterval(&s, &healths_[0], outlier_, true);  // judged: the next starts afresh
+  EXPECT_EQ(s.itl_count, 0u);
+  EXPECT_EQ(s.intervals, 1);
+  EXPECT_EQ(healths_[0].slow_intervals, 1) << "the verdict moved it, not the window";
 }
 
 TEST_F(OutlierTest, SlowTtftIsNamed) {

@@ -165,15 +165,22 @@ std::vector<OutlierVerdict> EvaluateOutliers(const std::vector<IntervalStats>& s
       reason = fmt::format("{} of {} requests failed in {}", s.failures, s.requests,
                            FormatDuration(config.interval_ns));
     }
-    bool slow = false;
+    // Slow: over the ratio in TTFT (this interval's) or ITL (since it was last judged). Judged:
+    // slow, or compared and fine in ITL (in TTFT where it has no streams at all). TTFT alone
+    // does not clear a replica: it holds the replica's queue, which routing sets (one given
+    // little work answers its first token fast however slow it streams).
+    bool slow = false, ttft_compared = false, itl_compared = false;
     double slow_ratio = 0;
     std::string slow_reason;
-    for (auto [name, sum, count] :
-         {std::tuple{"ttft", &IntervalStats::ttft_sum_ns, &IntervalStats::ttft_count},
-          std::tuple{"itl", &IntervalStats::itl_sum_ns, &IntervalStats::itl_count}}) {
+    for (auto [name, sum, count, compared] :
+         {std::tuple{"ttft", &IntervalStats::ttft_sum_ns, &IntervalStats::ttft_count,
+                     &ttft_compared},
+          std::tuple{"itl", &IntervalStats::itl_sum_ns, &IntervalStats::itl_count,
+                     &itl_compared}}) {
       auto against = AgainstPeers(stats, i, config, sum, count);
-      if (against && against->second > 0 &&
-          against->first > config.latency_ratio * against->second) {
+      if (!against || against->second <= 0) continue;
+      *compared = true;
+      if (against->first > config.latency_ratio * against->second) {
         slow = true;
         slow_ratio = std::max(slow_ratio, against->first / against->second);
         slow_reason = fmt::format("{} {} is {:.1f}x the peers' median {}", name,
@@ -182,18 +189,33 @@ std::vector<OutlierVerdict> EvaluateOutliers(const std::vector<IntervalStats>& s
                                   FormatDurationShort(static_cast<int64_t>(against->second)));
       }
     }
-    healths[i]->slow_intervals = slow ? healths[i]->slow_intervals + 1 : 0;
+    verdicts[i].judged = slow || itl_compared || (s.itl_count == 0 && ttft_compared);
+    if (verdicts[i].judged) healths[i]->slow_intervals = slow ? healths[i]->slow_intervals + 1 : 0;
     bool latency = false;
-    if (reason.empty() && healths[i]->slow_intervals >= config.consecutive_intervals) {
+    if (reason.empty() && slow && healths[i]->slow_intervals >= config.consecutive_intervals) {
       reason = fmt::format("{} for {} intervals", slow_reason, healths[i]->slow_intervals);
       latency = true;
     }
     if (!reason.empty() && out < max_out) {
-      verdicts[i] = {std::move(reason), latency, latency ? slow_ratio : 0};
+      verdicts[i].reason = std::move(reason);
+      verdicts[i].slow = latency;
+      verdicts[i].ratio = latency ? slow_ratio : 0;
       ++out;
     }
   }
   return verdicts;
+}
+
+void StartNextInterval(IntervalStats* stats, ReplicaHealth* health, const OutlierConfig& config,
+                       bool judged) {
+  if (!judged && stats->intervals < config.max_window_intervals) {
+    *stats = {.intervals = stats->intervals + 1,
+              .itl_sum_ns = stats->itl_sum_ns,
+              .itl_count = stats->itl_count};
+    return;
+  }
+  if (!judged) health->slow_intervals = 0;
+  *stats = {};
 }
 
 }  // namespace titan::gateway

@@ -50,12 +50,15 @@ struct Transition {
   int64_t ejection_ns = 0;  // for ejections: how long
 };
 
-// What one replica did during one outlier interval.
+// What one replica did: in this outlier interval, its finished requests (the error rule's
+// numbers) and their TTFT; since it was last judged, over the last `intervals` intervals, its
+// streams' ITL (StartNextInterval carries ITL numbers too few to judge into the next interval).
 struct IntervalStats {
   size_t requests = 0;  // finished (ok or not)
   size_t failures = 0;
   double ttft_sum_ns = 0;
   size_t ttft_count = 0;
+  int intervals = 1;      // intervals the ITL numbers span
   double itl_sum_ns = 0;  // mean gap between a stream's chunks, summed over streams
   size_t itl_count = 0;
 };
@@ -113,15 +116,27 @@ struct OutlierVerdict {
   std::string reason;  // why to eject it; "" to keep it
   bool slow = false;   // a latency verdict (not errors): the gateway weighs it against capacity
   double ratio = 0;    // with `slow`: its latency over the peers' median
+  // Its latency was judged: over the ratio in TTFT or ITL, or compared with its peers' (at
+  // least min_requests of its own and of theirs) and within it in ITL, or in TTFT where it has
+  // no streams. Only a judged interval moves its slow_intervals.
+  bool judged = false;
 };
 
 // One interval's verdicts: for each replica (same order as `stats`, whose entries are only the
-// routable replicas' numbers), the verdict. Updates each replica's slow_intervals.
+// routable replicas' numbers), the verdict. Updates the slow_intervals of each judged replica
+// (the others' count stands).
 // `replicas_total` counts every replica (for the ejected fraction), `already_out` those not
 // routable now.
 std::vector<OutlierVerdict> EvaluateOutliers(const std::vector<IntervalStats>& stats,
                                              std::vector<ReplicaHealth*> healths,
                                              const OutlierConfig& config, size_t replicas_total,
                                              size_t already_out);
+
+// After EvaluateOutliers, a routable replica's numbers for the next interval: requests and
+// TTFT start afresh; ITL too once `judged` (its verdict's), else it carries over, up to
+// max_window_intervals, after which it and the slow_intervals are dropped (numbers that old
+// say nothing of the replica now).
+void StartNextInterval(IntervalStats* stats, ReplicaHealth* health, const OutlierConfig& config,
+                       bool judged);
 
 }  // namespace titan::gateway

@@ -315,7 +315,11 @@ void Gateway::Impl::OutlierTick() {
   }
   std::vector<OutlierVerdict> verdicts =
       EvaluateOutliers(stats, healths, config.outlier, total, out);
-  for (size_t i = 0; i < routable.size(); ++i) EjectOrWeigh(*routable[i], verdicts[i], now);
+  for (size_t i = 0; i < routable.size(); ++i) {
+    EjectOrWeigh(*routable[i], verdicts[i], now);
+    StartNextInterval(&routable[i]->interval, &routable[i]->health, config.outlier,
+                      verdicts[i].judged);
+  }
   for (const auto& rp : replicas) {
     Replica& r = *rp;
     if (config.admission.adaptive && !r.interval_ttfts.empty()) {
@@ -329,7 +333,7 @@ void Gateway::Impl::OutlierTick() {
       }
       if (r.limit != before) Dispatch();
     }
-    r.interval = {};
+    if (r.removed || !r.health.Routable()) r.interval = {};  // numbers of before it was out
     r.interval_ttfts.clear();
     r.saturated = false;
   }

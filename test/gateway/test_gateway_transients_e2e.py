@@ -261,29 +261,46 @@ def cpu_cgroup(pid, quota_us, period_us=100000):
 
 
 def test_a_llama_server_slowed_by_a_cpu_quota_then_killed_is_taken_out_of_rotation():
-    with llama_server() as (a, _), llama_server() as (b, b_proc), access_log() as (path, lines):
-        with gateway("--replica", a, "--replica", b, "--outlier-interval", "500ms",
-                     "--access-log", path, ready=2) as (gw, _, events):
+    with llama_server() as (a, _), llama_server() as (b, b_proc), access_log() as (path, lines), \
+            tempfile.NamedTemporaryFile("w", suffix=".yaml") as config:
+        # Starved, b finishes a stream every second or two: its ITL numbers carry over intervals
+        # (up to max_window_intervals: 10 s here) until two have finished, then it is judged.
+        config.write("outlier:\n  min_requests: 2\n  max_window_intervals: 20\n")
+        config.flush()
+        with gateway("--config", config.name, "--replica", a, "--replica", b,
+                     "--outlier-interval", "500ms", "--access-log", path,
+                     ready=2) as (gw, _, events):
             undo = cpu_cgroup(b_proc.pid, 10000)  # 10% of a core
             if undo is None:
                 pytest.skip("no writable CPU cgroup controller here")
             try:
                 result, _, _ = load(gw, "--rate", "8", "--duration", "8s", "--input-tokens", "16",
                                     "--output-tokens", "16", "--timeout", "60s")
+                # Its last requests end with the load; their numbers are judged at the next
+                # outlier interval. Give it four.
+                with contextlib.suppress(AssertionError):
+                    wait_for(lambda: {"weight", "stall", "eject"} &
+                             {e["type"] for e in events() if e.get("replica") == b}, 2, "")
             finally:
                 undo()
             slowed = [e["type"] for e in events() if e.get("replica") == b]
             served = [r["replica"] for r in lines()]
-            # Then b dies: its requests fail before their first byte and go to a; it is ejected.
+            # Then b, back in rotation (an ejection for slowness lasts 5 s), dies: its requests
+            # fail before their first byte and go to a; it is ejected.
+            wait_for(lambda: any(r["url"] == b and r["state"] == "ready" for r in replicas(gw)),
+                     60, "b back in rotation")
+            killed_ns = time.time_ns()
             b_proc.kill()
             b_proc.wait()
             after, _, _ = load(gw, "--rate", "8", "--duration", "4s", "--input-tokens", "16",
                                "--output-tokens", "16", "--timeout", "60s")
-            evs = events()
+            evs = [e for e in events() if e["time_ns"] > killed_ns]
     assert result["requests"]["ok"] == result["requests"]["planned"], result["requests"]
-    # Slowed, b answers less than a: the gateway moved work off it (hedges, weight, stalls or an
-    # ejection, whichever its numbers called for).
+    # Slowed, b answers less than a: the gateway moved work off it. Its outlier rule judged it
+    # (weighted down or ejected), though it finishes fewer requests an interval than min_requests,
+    # or its stall watch took it out while silent. Hedges alone do not count: their budget (5% of
+    # the prompt tokens) allows two or three here, and a loaded machine may leave none.
     assert served.count(b) < served.count(a), (served.count(a), served.count(b))
-    assert {"hedge", "weight", "stall", "eject"} & set(slowed), slowed
+    assert {"weight", "stall", "eject"} & set(slowed), slowed
     assert after["requests"]["ok"] == after["requests"]["planned"], after["requests"]
     assert any(e["type"] == "eject" and e["replica"] == b for e in evs), evs
