@@ -66,9 +66,9 @@ def test_same_exception_at_the_same_step_stops_after_one_restart(work):
     diagnoses = of(evs, "diagnosis")
     assert len(diagnoses) == 2
     for diag in diagnoses:
-        assert diag["class"] == "user_code" and diag["action"] == "fix_code", diag
-        assert diag["culprit"]["rank"] == 1, diag
-        assert diag["root"]["text"].startswith("ValueError: bad batch at step 3"), diag
+        assert diag["class"] == "user_code" and diag["action"] == "fix_code", json.dumps(diag)
+        assert diag["culprit"]["rank"] == 1, json.dumps(diag)
+        assert diag["root"]["text"].startswith("ValueError: bad batch at step 3"), json.dumps(diag)
         assert "/ranks/rank-1.gen" in diag["root"]["file"]
     # The run directory holds the traceback, and the terminal still showed it.
     with open(os.path.join(d, "ranks", "rank-1.gen0.log")) as f:
@@ -93,7 +93,7 @@ def test_oom_in_the_jobs_cgroup_is_host_oom_and_says_what_to_reduce(work):
     assert crashes[0]["rank"] == 1 and "signal 9" in crashes[0]["status"], crashes[0]
     assert crashes[0]["oom_kills"] >= 1
     diag = of(evs, "diagnosis")[0]
-    assert diag["class"] == "oom_host" and diag["action"] == "reduce_memory", diag
+    assert diag["class"] == "oom_host" and diag["action"] == "reduce_memory", json.dumps(diag)
     assert diag["culprit"]["rank"] == 1
     decisions = of(evs, "decision")
     assert decisions[0]["action"] == "restart"
@@ -105,8 +105,8 @@ def test_segfault_is_a_native_crash_of_its_rank(work):
     rc, d = run(work, "segfault", "segfault", extra=["--max-restarts", "3"])
     evs = events(d)
     diag = of(evs, "diagnosis")[0]
-    assert diag["class"] == "cuda_software" and diag["action"] == "restart_app", diag
-    assert diag["culprit"]["rank"] == 1, diag
+    assert diag["class"] == "cuda_software" and diag["action"] == "restart_app", json.dumps(diag)
+    assert diag["culprit"]["rank"] == 1, json.dumps(diag)
     assert any("signal 11" in c["status"] for c in of(evs, "crash"))
     assert [x["action"] for x in of(evs, "decision")] == ["restart", "stop"]
     assert rc == 1
@@ -119,9 +119,9 @@ def test_hang_in_a_collective_one_rank_never_joins_names_that_rank(work):
     fr = of(evs, "flight_recorder")
     assert fr and fr[0]["pipes"] == 0, fr  # gloo: no NCCL Flight Recorder pipe to write to
     diag = of(evs, "diagnosis")[0]
-    assert diag["class"] == "hang_collective_mismatch", diag
-    assert diag["culprit"]["rank"] == 1, diag
-    assert "diagnose_worker.py" in diag["why"] and "in main" in diag["why"], diag
+    assert diag["class"] == "hang_collective_mismatch", json.dumps(diag)
+    assert diag["culprit"]["rank"] == 1, json.dumps(diag)
+    assert "diagnose_worker.py" in diag["why"] and "in main" in diag["why"], json.dumps(diag)
     assert of(evs, "decision")[0]["action"] == "stop"  # --max-restarts 0
     assert rc == 1
 
@@ -149,9 +149,9 @@ def test_lost_peer_blames_the_rank_that_died_not_the_one_that_saw_it(work):
         proc.wait(timeout=60)
     evs = events(d)
     diag = of(evs, "diagnosis")[0]
-    assert diag["culprit"]["rank"] == 1, diag
-    assert diag["rule"] == "titan_crash", diag
+    assert diag["culprit"]["rank"] == 1, json.dumps(diag)
+    assert diag["rule"] == "titan_crash", json.dumps(diag)
     if "oom_kills" in of(evs, "crash")[0]:
         # memory.events counted no OOM kill: something else killed it; titan says it cannot tell.
-        assert diag["class"] == "unknown", diag
+        assert diag["class"] == "unknown", json.dumps(diag)
     assert of(evs, "decision")[0]["action"] == "restart"
