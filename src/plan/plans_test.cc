@@ -83,6 +83,15 @@ TEST(RunMeasurementsTest, ASyncCheckpointsWriteIsItsStall) {
   EXPECT_EQ(m->world_size, 2);
 }
 
+// The fuzzer's input (CI, asan build): a count beyond int64 was cast, undefined behaviour.
+TEST(RunMeasurementsTest, ACountOutOfRangeIsRefusedNotCast) {
+  auto m =
+      ParseRunFiles(R"({"ettr":0.9,"world_size":4,"restarts":1777777777777777777777777777777})",
+                    RunEvents(false), "run");
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().ToString(), HasSubstr("\"restarts\" is"));
+}
+
 TEST(RunMeasurementsTest, AnAsyncCheckpointsWriteIsItsBackgroundTime) {
   auto m = ParseRunFiles(kRunLedger, RunEvents(true), "run");
   ASSERT_TRUE(m.ok()) << m.status().ToString();

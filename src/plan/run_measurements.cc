@@ -51,8 +51,17 @@ Result<RunMeasurements> ParseRunFiles(std::string_view ledger_json, std::string_
   }
   m.ettr = NumberOr(ledger, "ettr", 0);
   m.wall_seconds = NumberOr(ledger, "wall_seconds", 0);
-  m.world_size = static_cast<int64_t>(NumberOr(ledger, "world_size", 0));
-  m.restarts = static_cast<int64_t>(NumberOr(ledger, "restarts", 0));
+  // Counts: a value out of int64's range (hostile or corrupt) is refused, not cast.
+  for (auto [key, out] :
+       {std::pair{"world_size", &m.world_size}, std::pair{"restarts", &m.restarts}}) {
+    const double v = NumberOr(ledger, key, 0);
+    if (!(v >= 0 && v <= 1e15)) {
+      return InvalidArgumentError(fmt::format(
+          "{}/ledger.json: \"{}\" is {}, not a count (0 to 1e15); is it titan run's ledger?",
+          source, key, v));
+    }
+    *out = static_cast<int64_t>(v);
+  }
   double startup = 0;
   if (auto it = ledger.find("seconds"); it != ledger.end() && it->is_object()) {
     startup = NumberOr(*it, "startup", 0);
