@@ -502,8 +502,9 @@ int DemoCommand(int argc, char** argv) {
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::printf("\ntimeline of transients and decisions (seconds since the job started):\n");
   for (const auto& [t, line] : lines) std::printf("%s\n", line.c_str());
-  // One verdict on the straggler: titan run's (compute marks against the peers) and the agent's
-  // (the same marks, the same rule) must name the same rank.
+  // One verdict on the straggler: titan run's (per-rank median compute marks against the peers')
+  // and the agent's (the same marks, scored by each step's lateness against the peers' spread)
+  // must name the same rank.
   // The first straggler titan run found, by time: the nodes' logs are read one after another, and
   // a rank that the straggler's slowdown itself slows later (they share the CPUs) is not it.
   const json* run_straggler = nullptr;
