@@ -225,6 +225,18 @@ const Example kExamples[] = {
      "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
      "[10.1.2.3]:57721",
      FaultClass::kNetwork},
+    // gloo's other words for a peer's socket failing (gloo/transport/tcp/pair.cc).
+    {"gloo_peer_closed",
+     "RuntimeError: [./gloo/transport/tcp/pair.cc:589] Read error [127.0.0.1]:20900: Connection "
+     "reset by peer",
+     FaultClass::kNetwork},
+    {"gloo_peer_closed",
+     "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:411] writev [10.1.2.3]:4242: "
+     "Broken pipe",
+     FaultClass::kNetwork},
+    {"gloo_peer_closed",
+     "RuntimeError: [./gloo/transport/tcp/pair.cc:210] Socket closed [10.1.2.3]:4242",
+     FaultClass::kNetwork},
     {"gloo_timeout",
      "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out "
      "waiting 1800000ms for recv operation to complete",
@@ -281,6 +293,11 @@ const Example kExamples[] = {
     {"no_space", "OSError: [Errno 28] No space left on device: '/ckpt/step_1000/model.pt'",
      FaultClass::kStorage},
     {"python_exception", "[rank5]: KeyError: 'input_ids'", FaultClass::kUserCode},
+    // ENOMEM from PyTorch's CPU allocator is the host's memory, not the training code.
+    {"python_exception",
+     "RuntimeError: [enforce fail at alloc_cpu.cpp:75] data. DefaultCPUAllocator: can't allocate "
+     "memory: you tried to allocate 8589934592 bytes. Error code 12 (Cannot allocate memory)",
+     FaultClass::kOomHost},
 };
 
 TEST(LineRulesTest, EveryFindingRuleReadsItsExampleLine) {

@@ -276,7 +276,11 @@ bool RefinePythonException(const RuleMatch& m, Finding* f) {
     f->detail = fmt::format("{}: the process ended because of an earlier failure", name);
     return true;
   }
-  if (name == "MemoryError" || Contains(message, "[Errno 12] Cannot allocate memory")) {
+  // ENOMEM in any message (OSError's "[Errno 12] Cannot allocate memory", PyTorch's CPU
+  // allocator: "DefaultCPUAllocator: can't allocate memory: ... Error code 12 (Cannot allocate
+  // memory)").
+  if (name == "MemoryError" || Contains(message, "Cannot allocate memory") ||
+      Contains(message, "can't allocate memory")) {
     f->fault = FC::kOomHost;
     f->action = A::kReduceMemory;
     f->confidence = 0.8;
@@ -447,13 +451,16 @@ constexpr LineRule kTorchRules[] = {
     {"gloo_peer_closed",
      Family::kWorker,
      RuleRole::kFinding,
-     R"(Connection closed by peer \[([^]]*)\]:([0-9]+))",
+     // gloo's TCP pair reports its socket to a peer failing in these words (gloo/transport/tcp/
+     // pair.cc): closed, reset (a read error), broken (writev: Broken pipe), or silent too long.
+     R"(Connection closed by peer \[([^]]*)\]:([0-9]+)|gloo/transport/tcp/pair\.cc:[0-9]+\] )"
+     R"((Read error|writev|Socket closed|Socket unexpectedly closed|Read timeout|Write timeout) )",
      Tier::kSymptom,
      FC::kNetwork,
      A::kFixNetwork,
      0.3,
      {},
-     "a peer rank's connection closed: the peer died (its own log or exit says why) or the "
+     "a peer rank's connection failed: the peer died (its own log or exit says why) or the "
      "network dropped it"},
     {"gloo_timeout",
      Family::kWorker,
