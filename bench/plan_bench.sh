@@ -2,7 +2,8 @@
 # titan plan demand's backtest beside R's forecast package (bench/RESULTS.md "Plan"): on each
 # Helios series and scored horizon, titan exports its origins (--export), R forecasts from the
 # history before each (bench/plan_r_forecast.R), and titan scores all models alike (--compare).
-# Prints MASE, pinball at 0.05/0.95, 90% coverage and seconds per forecast per model.
+# Prints MASE, pinball at 0.05/0.95, 90% coverage and seconds per forecast per model, then
+# per scored horizon the mean over the four series (bench/plan_horizon_summary.py).
 #
 #   [PROPHET_CHROOT=DIR] bash bench/plan_bench.sh [BUILD_DIR] [R_MODELS_1H] [R_MODELS_10M]
 # Defaults: build/release; every R model at 1 h steps; at 10 min steps the ones that finish in
@@ -47,8 +48,8 @@ for vc in vc3sl vc6YE vchbv vcpDC; do
         "$inside/prophet_times.csv" 2>"$dir/prophet.log"
       compare+=(--compare "$dir/prophet.csv")
     fi
-    "$titan" "${args[@]}" "${compare[@]}" --json "$dir/b.json" >/dev/null
-    python3 - "$vc" "$step" "$horizon" "$dir/b.json" "$dir"/*times.csv <<'PY'
+    "$titan" "${args[@]}" "${compare[@]}" --json "$tmp/$vc-$step.json" >/dev/null
+    python3 - "$vc" "$step" "$horizon" "$tmp/$vc-$step.json" "$dir"/*times.csv <<'PY'
 import csv, json, sys
 vc, step, horizon, path, *times = sys.argv[1:]
 b = json.load(open(path))
@@ -72,3 +73,5 @@ if "prophet" in seconds:
 PY
   done
 done
+# The issue's goals are per scored horizon: the mean over the four series of each.
+python3 bench/plan_horizon_summary.py "$tmp"/*.json

@@ -22,6 +22,7 @@ struct Accumulator {
   double mase_sum = 0, smape_sum = 0;
   int origins = 0;
   std::map<double, double> pinball_sum, below;
+  std::map<double, double> scaled_pinball_sum;  // sum over origins of the origin's mean / scale
   std::map<std::string, double> inside;
   int64_t scored = 0;  // (origin, step) pairs with an actual value
 };
@@ -57,6 +58,7 @@ void Score(const std::vector<double>& y, size_t m, const std::vector<double>& le
   double abs_sum = 0, smape_sum = 0;
   int64_t count = 0;
   const auto intervals = Intervals(levels);
+  std::map<double, double> origin_pinball;  // level -> sum over this origin's steps
   for (size_t h = 0; h < f.point.size() && o + h < y.size(); ++h) {
     const double actual = y[o + h];
     if (std::isnan(actual)) continue;
@@ -69,7 +71,9 @@ void Score(const std::vector<double>& y, size_t m, const std::vector<double>& le
       auto it = f.quantiles.find(q);
       if (it == f.quantiles.end()) continue;
       const double d = actual - it->second[h];
-      acc->pinball_sum[q] += std::max(q * d, (q - 1) * d);
+      const double loss = std::max(q * d, (q - 1) * d);
+      acc->pinball_sum[q] += loss;
+      origin_pinball[q] += loss;
       acc->below[q] += actual < it->second[h] ? 1 : 0;
     }
     for (const auto& [lo, hi] : intervals) {
@@ -84,7 +88,12 @@ void Score(const std::vector<double>& y, size_t m, const std::vector<double>& le
   ++acc->origins;
   acc->smape_sum += smape_sum / static_cast<double>(count);
   // A flat history (scale 0) cannot scale: its origin adds no MASE term.
-  if (scale > 0) acc->mase_sum += abs_sum / static_cast<double>(count) / scale;
+  if (scale > 0) {
+    acc->mase_sum += abs_sum / static_cast<double>(count) / scale;
+    for (const auto& [q, v] : origin_pinball) {
+      acc->scaled_pinball_sum[q] += v / static_cast<double>(count) / scale;
+    }
+  }
 }
 
 ModelScore Finish(const std::string& model, const Accumulator& acc, int scaled_origins) {
@@ -96,6 +105,9 @@ ModelScore Finish(const std::string& model, const Accumulator& acc, int scaled_o
   s.smape = acc.smape_sum / acc.origins;
   const double n = static_cast<double>(acc.scored);
   for (const auto& [q, v] : acc.pinball_sum) s.pinball[q] = v / n;
+  if (scaled_origins > 0) {
+    for (const auto& [q, v] : acc.scaled_pinball_sum) s.scaled_pinball[q] = v / scaled_origins;
+  }
   for (const auto& [q, v] : acc.below) s.calibration[q] = v / n;
   for (const auto& [k, v] : acc.inside) s.coverage[k] = v / n;
   return s;
@@ -296,13 +308,16 @@ nlohmann::json BacktestJson(const BacktestResult& r) {
   nlohmann::json models = nlohmann::json::object();
   for (const ModelScore& s : r.scores) {
     nlohmann::json pinball = nlohmann::json::object(), coverage = nlohmann::json::object(),
-                   calibration = nlohmann::json::object();
+                   calibration = nlohmann::json::object(),
+                   scaled_pinball = nlohmann::json::object();
     for (const auto& [q, v] : s.pinball) pinball[LevelKey(q)] = v;
+    for (const auto& [q, v] : s.scaled_pinball) scaled_pinball[LevelKey(q)] = v;
     for (const auto& [k, v] : s.coverage) coverage[k] = v;
     for (const auto& [q, v] : s.calibration) calibration[LevelKey(q)] = v;
     models[s.model] = {{"mase", s.mase},
                        {"smape", s.smape},
                        {"pinball", pinball},
+                       {"scaled_pinball", scaled_pinball},
                        {"coverage", coverage},
                        {"calibration", calibration},
                        {"seconds_per_forecast", s.seconds_per_forecast},

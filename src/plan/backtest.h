@@ -8,6 +8,10 @@
 //   smape     mean of 200 |y - f| / (|y| + |f|) in percent, 0/0 counted as 0
 //   pinball   per quantile level q: mean of max(q (y - f_q), (q - 1)(y - f_q)), in the series'
 //             unit
+//   scaled_pinball  per quantile level: the pinball loss scaled as MASE is (mean over origins of
+//             the origin's mean loss / its in-sample seasonal naive error): unitless, so that
+//             series of different sizes average (the M5 competition's scaled pinball loss;
+//             at 0.5 it is half of MASE for a model whose median is its point)
 //   coverage  per central interval (levels q and 1 - q both forecast): the share of actual
 //             values inside [f_q, f_(1-q)], keyed by its nominal width ("0.9" for 5%-95%)
 //   calibration  per level: the share of actual values below f_q (q when calibrated)
@@ -43,12 +47,13 @@ struct BacktestOptions {
 struct ModelScore {
   std::string model;
   double mase = 0, smape = 0;
-  std::map<double, double> pinball;        // level -> loss
-  std::map<std::string, double> coverage;  // "0.9" -> share inside
-  std::map<double, double> calibration;    // level -> share below
-  double seconds_per_forecast = 0;         // 0 for external forecasts
-  int origins = 0;                         // origins scored
-  std::string note;                        // e.g. what the model chose at the last origin
+  std::map<double, double> pinball;         // level -> loss
+  std::map<double, double> scaled_pinball;  // level -> loss / in-sample scale (see above)
+  std::map<std::string, double> coverage;   // "0.9" -> share inside
+  std::map<double, double> calibration;     // level -> share below
+  double seconds_per_forecast = 0;          // 0 for external forecasts
+  int origins = 0;                          // origins scored
+  std::string note;                         // e.g. what the model chose at the last origin
 };
 
 // One origin's forecast of one model, as written by or for other tools.
@@ -88,8 +93,9 @@ Result<std::map<std::string, std::vector<OriginForecast>>> ReadExternalForecasts
     std::string_view text, const std::string& source);
 
 // {"kind": "titan.plan.backtest", "default_model": ..., "models": {NAME: {"mase", "smape",
-// "pinball": {"0.05": ...}, "coverage": {"0.9": ...}, "calibration", "seconds_per_forecast",
-// "origins"}}, "series": ..., "horizon_steps", "step_seconds", "mase_scale", "origins": [...]}
+// "pinball": {"0.05": ...}, "scaled_pinball": {"0.05": ...}, "coverage": {"0.9": ...},
+// "calibration", "seconds_per_forecast", "origins"}}, "series": ..., "horizon_steps",
+// "step_seconds", "mase_scale", "origins": [...]}
 nlohmann::json BacktestJson(const BacktestResult& result);
 // The table for people.
 std::string FormatBacktest(const BacktestResult& result);

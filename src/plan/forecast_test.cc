@@ -282,7 +282,12 @@ TEST(BacktestTest, ScoresAsDefined) {
   EXPECT_DOUBLE_EQ(m.coverage.at("0.9"), 0.75);
   // Pinball at 0.95: errors y - f: 0-1, 0-1, 5-6, 7-6 -> 0.05, 0.05, 0.05, 0.95 -> mean 0.275.
   EXPECT_NEAR(m.pinball.at(0.95), 0.275, 1e-12);
+  // Scaled as MASE is, per origin: at 0.95 origin 4 (0.05 + 0.05) / 2 / 1 = 0.05, origin 6
+  // (0.05 + 0.95) / 2 / 2 = 0.25 -> 0.15; at 0.5 (the point) half of MASE.
+  EXPECT_NEAR(m.scaled_pinball.at(0.95), 0.15, 1e-12);
+  EXPECT_DOUBLE_EQ(m.scaled_pinball.at(0.5), m.mase / 2);
   const nlohmann::json j = BacktestJson(r);
+  EXPECT_TRUE(j["models"]["m"]["scaled_pinball"].contains("0.95"));
   EXPECT_EQ(j["default_model"], "titan");
   EXPECT_TRUE(j["models"]["m"]["pinball"].contains("0.95"));
   EXPECT_TRUE(j["models"]["m"]["coverage"].contains("0.9"));
