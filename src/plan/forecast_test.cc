@@ -157,6 +157,57 @@ TEST(TitanModelTest, TheErrorScaleGrowsWithTheStepsAheadWithoutRatchetingOnOneNo
   EXPECT_EQ(NonDecreasingMeanAbs({{1}, {2}}, 3), std::vector<double>({0, 0}));
 }
 
+// Standardised inner errors of `origins` origins, `per_origin` each: draw(origin, rng) gives one.
+struct InnerSample {
+  std::vector<double> errors;
+  std::vector<size_t> origin_of;
+};
+template <typename Draw>
+InnerSample Sample(size_t origins, size_t per_origin, uint32_t seed, Draw draw) {
+  std::mt19937 rng(seed);
+  InnerSample out;
+  for (size_t k = 0; k < origins; ++k) {
+    for (size_t i = 0; i < per_origin; ++i) {
+      out.errors.push_back(draw(k, rng));
+      out.origin_of.push_back(k);
+    }
+  }
+  return out;
+}
+
+const std::vector<double> kBandLevels = {0.05, 0.5, 0.95, 0.99};
+
+// One wild origin (an event the rest of the history never repeats) would put the 1-in-100
+// quantile at its errors; the other origins' errors predict the far tail better through a
+// central quantile.
+TEST(TitanModelTest, OneWildInnerOriginDoesNotSetTheFarTail) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const InnerSample s = Sample(40, 60, seed, [](size_t k, std::mt19937& rng) {
+      return std::normal_distribution<double>(0, k == 0 ? 20 : 1)(rng);
+    });
+    EXPECT_LT(ChooseTailAnchor(s.errors, s.origin_of, kBandLevels), 1) << "seed " << seed;
+  }
+}
+
+// A heavy tail that every origin shares (1 error in 20 is ten times wider) is the errors' own:
+// an exponential tail through a central quantile would be too narrow at 0.99.
+TEST(TitanModelTest, AHeavyTailEveryOriginSharesIsKept) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const InnerSample s = Sample(40, 60, seed, [](size_t, std::mt19937& rng) {
+      const bool wide = std::uniform_real_distribution<double>(0, 1)(rng) < 0.05;
+      return std::normal_distribution<double>(0, wide ? 10 : 1)(rng);
+    });
+    EXPECT_EQ(ChooseTailAnchor(s.errors, s.origin_of, kBandLevels), 1) << "seed " << seed;
+  }
+}
+
+TEST(TitanModelTest, TooFewInnerErrorsKeepTheirOwnQuantiles) {
+  const InnerSample s = Sample(4, 4, 1, [](size_t k, std::mt19937& rng) {
+    return std::normal_distribution<double>(0, k == 0 ? 20 : 1)(rng);
+  });
+  EXPECT_EQ(ChooseTailAnchor(s.errors, s.origin_of, kBandLevels), 1);
+}
+
 TEST(TitanModelTest, AnAllZeroSeriesForecastsZero) {
   RegularSeries s;
   s.step_seconds = 600;

@@ -343,24 +343,43 @@ std::vector<double> MeanOf(const std::vector<double>& a, const std::vector<doubl
   return out;
 }
 
-// The quantiles at `levels` about `center`: center plus or minus scale[h] times the quantile of
-// the standardised inner errors' absolute deviations from their median (sorted in place). The
-// errors' median is taken out: a bias the inner backtest saw (the history rose, say) need not
-// go on, and the point is the median of its own quantiles. The band is symmetric: each tail's
-// quantile comes from the absolute errors of both (a few dozen inner origins say little about
-// one tail alone).
-std::vector<std::vector<double>> BandFromInnerErrors(const std::vector<double>& center,
-                                                     const std::vector<double>& scale,
-                                                     std::vector<double> standardised,
-                                                     const std::vector<double>& levels) {
+// The standardised band's half-widths: the errors' absolute deviations from their median,
+// sorted.
+std::vector<double> SortedSpread(std::vector<double> standardised) {
   std::sort(standardised.begin(), standardised.end());
   const double median_z = QuantileOfSorted(standardised, 0.5);
   std::vector<double> spread;
   for (double z : standardised) spread.push_back(std::fabs(z - median_z));
   std::sort(spread.begin(), spread.end());
+  return spread;
+}
+
+// The band's standardised quantile at level q from the sorted spread: its quantile at the
+// central share |2q - 1| up to `anchor`; beyond it an exponential (Laplace) tail through the
+// anchor's quantile (anchor 1: the spread's own quantiles throughout).
+double BandZ(const std::vector<double>& sorted_spread, double q, double anchor) {
+  const double share = std::fabs(2 * q - 1);
+  const double half_width = share <= anchor ? QuantileOfSorted(sorted_spread, share)
+                                            : QuantileOfSorted(sorted_spread, anchor) *
+                                                  std::log1p(-share) / std::log1p(-anchor);
+  return (q < 0.5 ? -1 : 1) * half_width;
+}
+
+// The quantiles at `levels` about `center`: center plus or minus scale[h] times BandZ of the
+// standardised inner errors' absolute deviations from their median, with the tail `anchor`
+// (ChooseTailAnchor). The errors' median is taken out: a bias the inner backtest saw (the
+// history rose, say) need not go on, and the point is the median of its own quantiles. The band
+// is symmetric: each tail's quantile comes from the absolute errors of both (a few dozen inner
+// origins say little about one tail alone).
+std::vector<std::vector<double>> BandFromInnerErrors(const std::vector<double>& center,
+                                                     const std::vector<double>& scale,
+                                                     const std::vector<double>& standardised,
+                                                     const std::vector<double>& levels,
+                                                     double anchor) {
+  const std::vector<double> spread = SortedSpread(standardised);
   std::vector<std::vector<double>> band;
   for (double q : levels) {
-    const double z = (q < 0.5 ? -1 : 1) * QuantileOfSorted(spread, std::fabs(2 * q - 1));
+    const double z = BandZ(spread, q, anchor);
     std::vector<double> values(center.size());
     for (size_t h = 0; h < center.size(); ++h) values[h] = center[h] + scale[h] * z;
     band.push_back(std::move(values));
@@ -414,22 +433,28 @@ RegularSeries RecentHistory(const RegularSeries& full_history, size_t horizon) {
 struct InnerErrors {
   std::vector<double> scale;  // per step ahead
   std::vector<double> standardised;
+  std::vector<size_t> origin_of;  // the inner origin (index into fits) of each
 };
 InnerErrors StandardisedErrors(const std::vector<double>& y, const std::vector<OriginFit>& fits,
                                const std::vector<std::vector<double>>& paths, size_t horizon) {
   std::vector<std::vector<double>> errors(horizon);
+  std::vector<std::vector<size_t>> origins(horizon);
   for (size_t k = 0; k < fits.size(); ++k) {
     for (size_t h = 0; h < paths[k].size(); ++h) {
       const double actual = y[fits[k].origin + h];
       if (std::isnan(actual) || std::isnan(paths[k][h])) continue;
       errors[h].push_back(actual - paths[k][h]);
+      origins[h].push_back(k);
     }
   }
   InnerErrors out;
   out.scale = NonDecreasingMeanAbs(errors, 3);
   for (size_t h = 0; h < horizon; ++h) {
     if (out.scale[h] <= 0) continue;
-    for (double e : errors[h]) out.standardised.push_back(e / out.scale[h]);
+    for (size_t i = 0; i < errors[h].size(); ++i) {
+      out.standardised.push_back(errors[h][i] / out.scale[h]);
+      out.origin_of.push_back(origins[h][i]);
+    }
   }
   return out;
 }
@@ -467,6 +492,35 @@ std::vector<double> NonDecreasingMeanAbs(const std::vector<std::vector<double>>&
   std::vector<double> out(leading, blocks.empty() ? 0.0 : blocks.front().mean);
   for (const Block& b : blocks) out.insert(out.end(), b.steps, b.mean);
   return out;
+}
+
+double ChooseTailAnchor(const std::vector<double>& standardised,
+                        const std::vector<size_t>& origin_of, const std::vector<double>& levels) {
+  TITAN_CHECK(standardised.size() == origin_of.size()) << "one origin per error";
+  constexpr double kAnchors[] = {1, 0.9, 0.8, 0.7, 0.5};
+  std::vector<double> half[2];
+  for (size_t i = 0; i < standardised.size(); ++i) {
+    half[origin_of[i] % 2].push_back(standardised[i]);
+  }
+  if (half[0].size() < 10 || half[1].size() < 10) return 1;
+  const std::vector<double> spread[2] = {SortedSpread(half[0]), SortedSpread(half[1])};
+  double best_anchor = 1, best_loss = kInf;
+  for (double anchor : kAnchors) {
+    double loss = 0;
+    for (int fold = 0; fold < 2; ++fold) {
+      for (double q : levels) {
+        const double zq = BandZ(spread[1 - fold], q, anchor);
+        double sum = 0;
+        for (double z : half[fold]) sum += std::max(q * (z - zq), (q - 1) * (z - zq));
+        loss += sum / static_cast<double>(half[fold].size());
+      }
+    }
+    if (loss < best_loss) {
+      best_loss = loss;
+      best_anchor = anchor;
+    }
+  }
+  return best_anchor;
 }
 
 Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int64_t horizon_steps,
@@ -576,8 +630,10 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
       f.point = MeanOf(ProfilePath(y, final_fit, best, horizon), final_median);
       break;
   }
-  f.quantiles = inner.standardised.size() >= 10
-                    ? BandFromInnerErrors(f.point, inner.scale, inner.standardised, levels)
+  const bool enough = inner.standardised.size() >= 10;
+  const double anchor = enough ? ChooseTailAnchor(inner.standardised, inner.origin_of, levels) : 1;
+  f.quantiles = enough
+                    ? BandFromInnerErrors(f.point, inner.scale, inner.standardised, levels, anchor)
                     : GaussianBand(y, f.point, levels);
 
   const std::string profile_text =
@@ -593,8 +649,9 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
       choice == Choice::kProfile  ? profile_text
       : choice == Choice::kMedian ? median_text
                                   : fmt::format("the mean of {} and {}", profile_text, median_text);
-  f.description = fmt::format("{}; chosen by {} inner origins (MAE {:.4g})", model_text,
-                              fits.size(), chosen_score);
+  f.description = fmt::format(
+      "{}; chosen by {} inner origins (MAE {:.4g}){}", model_text, fits.size(), chosen_score,
+      anchor < 1 ? fmt::format("; band exponential beyond its central {:g}%", 100 * anchor) : "");
   FinishForecast(non_negative, &f);
   return f;
 }

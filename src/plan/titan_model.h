@@ -24,7 +24,8 @@
 // of the pooled absolute standardised errors of that backtest about their median, s(h) being
 // the mean absolute error at step h fitted non-decreasing (isotonic regression): the point is
 // the median, the band is symmetric, and a bias the inner backtest saw (a history that rose) is
-// not carried into the future.
+// not carried into the future. Beyond a central share chosen by cross-validating the inner
+// origins against each other (ChooseTailAnchor), the band's tail is exponential.
 //
 // Thread safety: immutable; Predict is reentrant.
 #pragma once
@@ -51,5 +52,18 @@ class TitanForecaster : public Forecaster {
 // before any block); all 0 when no step has enough. The result has errors.size() values.
 std::vector<double> NonDecreasingMeanAbs(const std::vector<std::vector<double>>& errors,
                                          size_t min_count);
+
+// The band's tail, chosen by two-fold cross-validation over the inner origins (even against odd
+// `origin_of`): each candidate's band from one half's standardised errors is scored by the
+// pinball loss at `levels` on the other half's. A band's half-width at central share
+// s = |2q - 1| is the quantile s of the errors' absolute deviations from their median up to the
+// anchor; beyond it an exponential (Laplace) tail through the anchor's quantile. Candidates: 1
+// (the errors' own quantiles throughout), 0.9, 0.8, 0.7, 0.5; the first wins ties, and is the
+// answer when either half has fewer than 10 errors. Why: errors within an inner origin are
+// correlated, so a few dozen origins put a 1-in-100 quantile at the worst one or two of them;
+// where the history says a tail through a central quantile predicts its other half better,
+// that tail is used. `standardised` and `origin_of` have one entry per error.
+double ChooseTailAnchor(const std::vector<double>& standardised,
+                        const std::vector<size_t>& origin_of, const std::vector<double>& levels);
 
 }  // namespace titan::plan
