@@ -263,6 +263,11 @@ Result<std::map<std::string, std::vector<OriginForecast>>> ReadExternalForecasts
           return InvalidArgumentError(fmt::format(
               "{}: column '{}' is not a quantile level in (0, 1)", where, Excerpt(header[i])));
         }
+        if (std::find(levels.begin(), levels.end(), q) != levels.end()) {
+          return InvalidArgumentError(fmt::format(
+              "{}: quantile level '{}' is given twice; give each level one column", where,
+              Excerpt(header[i])));
+        }
         levels.push_back(q);
       }
       continue;

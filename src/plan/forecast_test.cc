@@ -375,6 +375,14 @@ TEST(BacktestTest, ExternalForecastsAreReadInOrder) {
   EXPECT_THAT(std::string(gap.status().message()), HasSubstr("r.csv:2: step 2"));
 }
 
+TEST(BacktestTest, AQuantileLevelGivenTwiceIsRefused) {
+  // Found by backtest_fuzzer: 0.05 and 0.050 are one level, so their columns would fill one band.
+  auto twice = ReadExternalForecasts("model,origin,h,point,0.05,0.050\nm,10,1,5,4,6\n", "r.csv");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(std::string(twice.status().message()),
+              HasSubstr("r.csv:1: quantile level '0.050' is given twice"));
+}
+
 TEST(NormalQuantileTest, MatchesKnownValues) {
   EXPECT_NEAR(NormalQuantile(0.5), 0, 1e-12);
   EXPECT_NEAR(NormalQuantile(0.95), 1.6448536269514722, 1e-10);
