@@ -161,6 +161,7 @@ TEST(TitanModelTest, TheErrorScaleGrowsWithTheStepsAheadWithoutRatchetingOnOneNo
 struct InnerSample {
   std::vector<double> errors;
   std::vector<size_t> origin_of;
+  std::vector<size_t> time_of;  // origin k's errors at steps per_origin * k onwards
 };
 template <typename Draw>
 InnerSample Sample(size_t origins, size_t per_origin, uint32_t seed, Draw draw) {
@@ -170,6 +171,7 @@ InnerSample Sample(size_t origins, size_t per_origin, uint32_t seed, Draw draw) 
     for (size_t i = 0; i < per_origin; ++i) {
       out.errors.push_back(draw(k, rng));
       out.origin_of.push_back(k);
+      out.time_of.push_back(per_origin * k + i);
     }
   }
   return out;
@@ -206,6 +208,53 @@ TEST(TitanModelTest, TooFewInnerErrorsKeepTheirOwnQuantiles) {
     return std::normal_distribution<double>(0, k == 0 ? 20 : 1)(rng);
   });
   EXPECT_EQ(ChooseTailAnchor(s.errors, s.origin_of, kBandLevels), 1);
+}
+
+// The errors' size moves in spells: the last third of the origins is three times calmer than
+// the rest, so the band from the recent origins predicts the next one's errors better.
+TEST(TitanModelTest, ACalmRecentSpellNarrowsTheBand) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const InnerSample s = Sample(30, 60, seed, [](size_t k, std::mt19937& rng) {
+      return std::normal_distribution<double>(0, k < 20 ? 3 : 1)(rng);
+    });
+    const RecencyChoice r = ChooseRecency(s.errors, s.origin_of, s.time_of, kBandLevels, 1);
+    EXPECT_FALSE(std::isinf(r.half_life_origins)) << "seed " << seed;
+    EXPECT_LT(r.factor, 0.8) << "seed " << seed;
+  }
+}
+
+// Origins 10 steps apart forecasting 60 steps (each origin's errors overlap the next five's): no
+// half-life is shorter than the 6 origins one horizon spans.
+TEST(TitanModelTest, TheRecentSpellSpansAHorizonAtLeast) {
+  const InnerSample s = Sample(30, 60, 1, [](size_t k, std::mt19937& rng) {
+    return std::normal_distribution<double>(0, k < 20 ? 3 : 1)(rng);
+  });
+  std::vector<size_t> overlapping(s.time_of.size());
+  for (size_t i = 0; i < overlapping.size(); ++i) {
+    overlapping[i] = 10 * s.origin_of[i] + s.time_of[i] % 60;
+  }
+  const RecencyChoice r = ChooseRecency(s.errors, s.origin_of, overlapping, kBandLevels, 1);
+  EXPECT_GE(r.half_life_origins, 6);
+}
+
+// Errors of one size throughout, or sizes that change from origin to origin with no spell to
+// follow: the whole history's band is the better guess, and the band is as wide as before.
+TEST(TitanModelTest, ErrorsWithoutSpellsKeepTheWholeHistorysBand) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const InnerSample same = Sample(30, 60, seed, [](size_t, std::mt19937& rng) {
+      return std::normal_distribution<double>(0, 1)(rng);
+    });
+    const RecencyChoice a =
+        ChooseRecency(same.errors, same.origin_of, same.time_of, kBandLevels, 1);
+    EXPECT_TRUE(std::isinf(a.half_life_origins)) << "seed " << seed;
+    EXPECT_DOUBLE_EQ(a.factor, 1) << "seed " << seed;
+    const InnerSample alternating = Sample(30, 60, seed, [](size_t k, std::mt19937& rng) {
+      return std::normal_distribution<double>(0, k % 2 == 0 ? 3 : 1)(rng);
+    });
+    const RecencyChoice b = ChooseRecency(alternating.errors, alternating.origin_of,
+                                          alternating.time_of, kBandLevels, 1);
+    EXPECT_TRUE(std::isinf(b.half_life_origins)) << "seed " << seed;
+  }
 }
 
 TEST(TitanModelTest, AnAllZeroSeriesForecastsZero) {

@@ -434,6 +434,7 @@ struct InnerErrors {
   std::vector<double> scale;  // per step ahead
   std::vector<double> standardised;
   std::vector<size_t> origin_of;  // the inner origin (index into fits) of each
+  std::vector<size_t> time_of;    // the step of y each error is at
 };
 InnerErrors StandardisedErrors(const std::vector<double>& y, const std::vector<OriginFit>& fits,
                                const std::vector<std::vector<double>>& paths, size_t horizon) {
@@ -454,6 +455,7 @@ InnerErrors StandardisedErrors(const std::vector<double>& y, const std::vector<O
     for (size_t i = 0; i < errors[h].size(); ++i) {
       out.standardised.push_back(errors[h][i] / out.scale[h]);
       out.origin_of.push_back(origins[h][i]);
+      out.time_of.push_back(fits[origins[h][i]].origin + h);
     }
   }
   return out;
@@ -521,6 +523,90 @@ double ChooseTailAnchor(const std::vector<double>& standardised,
     }
   }
   return best_anchor;
+}
+
+RecencyChoice ChooseRecency(const std::vector<double>& standardised,
+                            const std::vector<size_t>& origin_of,
+                            const std::vector<size_t>& time_of, const std::vector<double>& levels,
+                            double anchor) {
+  TITAN_CHECK(standardised.size() == origin_of.size() && standardised.size() == time_of.size())
+      << "one origin and one time per error";
+  constexpr size_t kNone = std::numeric_limits<size_t>::max();
+  RecencyChoice choice;
+  size_t origins = 0;
+  for (size_t k : origin_of) origins = std::max(origins, k + 1);
+  if (origins < 8) return choice;
+  // Each origin's first step (what was known when it was made: the errors before it), the
+  // horizon, and the shortest half-life allowed: the origins one horizon spans.
+  std::vector<size_t> start(origins, kNone);
+  for (size_t i = 0; i < time_of.size(); ++i) {
+    start[origin_of[i]] = std::min(start[origin_of[i]], time_of[i]);
+  }
+  size_t horizon = 0;
+  for (size_t i = 0; i < time_of.size(); ++i) {
+    horizon = std::max(horizon, time_of[i] - start[origin_of[i]] + 1);
+  }
+  const double spacing =
+      static_cast<double>(start[origins - 1] - start[0]) / static_cast<double>(origins - 1);
+  const double shortest = spacing > 0 ? static_cast<double>(horizon) / spacing : kInf;
+
+  // The band from the errors of origins before `end` that were known at step `now`: their
+  // sorted spread, and the factor (weighted over plain mean absolute deviation from their median,
+  // origin j weighing 2^-((end - 1 - j) / half_life)). No band (empty spread) from under 10.
+  struct Band {
+    std::vector<double> spread;
+    double factor = 1;
+  };
+  auto band_from = [&](size_t end, size_t now, double half_life) {
+    Band band;
+    std::vector<double> known;
+    for (size_t i = 0; i < standardised.size(); ++i) {
+      if (origin_of[i] < end && time_of[i] < now) known.push_back(standardised[i]);
+    }
+    if (known.size() < 10) return band;
+    band.spread = SortedSpread(known);
+    std::sort(known.begin(), known.end());
+    const double median_z = QuantileOfSorted(known, 0.5);
+    double weighted_sum = 0, weight = 0, sum = 0;
+    for (size_t i = 0; i < standardised.size(); ++i) {
+      if (origin_of[i] >= end || time_of[i] >= now) continue;
+      const double age = static_cast<double>(end - 1 - origin_of[i]);
+      const double w = std::isinf(half_life) ? 1 : std::exp2(-age / half_life);
+      const double deviation = std::fabs(standardised[i] - median_z);
+      weighted_sum += w * deviation;
+      weight += w;
+      sum += deviation;
+    }
+    if (sum > 0) band.factor = (weighted_sum / weight) / (sum / static_cast<double>(known.size()));
+    return band;
+  };
+
+  // Each origin of the later half against the band from what was known before it.
+  constexpr double kHalfLives[] = {kInf, 16, 8, 4, 2};
+  double loss[std::size(kHalfLives)] = {};
+  for (size_t k = origins / 2; k < origins; ++k) {
+    for (size_t c = 0; c < std::size(kHalfLives); ++c) {
+      if (kHalfLives[c] < shortest) continue;
+      const Band band = band_from(k, start[k], kHalfLives[c]);
+      if (band.spread.empty()) break;
+      for (double q : levels) {
+        const double zq = band.factor * BandZ(band.spread, q, anchor);
+        for (size_t i = 0; i < standardised.size(); ++i) {
+          if (origin_of[i] != k) continue;
+          loss[c] += std::max(q * (standardised[i] - zq), (q - 1) * (standardised[i] - zq));
+        }
+      }
+    }
+  }
+  double best_loss = kInf;
+  for (size_t c = 0; c < std::size(kHalfLives); ++c) {
+    if (kHalfLives[c] >= shortest && loss[c] < best_loss) {
+      best_loss = loss[c];
+      choice.half_life_origins = kHalfLives[c];
+    }
+  }
+  choice.factor = band_from(origins, kNone, choice.half_life_origins).factor;
+  return choice;
 }
 
 Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int64_t horizon_steps,
@@ -632,8 +718,13 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
   }
   const bool enough = inner.standardised.size() >= 10;
   const double anchor = enough ? ChooseTailAnchor(inner.standardised, inner.origin_of, levels) : 1;
+  const RecencyChoice recency =
+      enough ? ChooseRecency(inner.standardised, inner.origin_of, inner.time_of, levels, anchor)
+             : RecencyChoice{};
+  std::vector<double> band_scale = inner.scale;
+  for (double& v : band_scale) v *= recency.factor;
   f.quantiles = enough
-                    ? BandFromInnerErrors(f.point, inner.scale, inner.standardised, levels, anchor)
+                    ? BandFromInnerErrors(f.point, band_scale, inner.standardised, levels, anchor)
                     : GaussianBand(y, f.point, levels);
 
   const std::string profile_text =
@@ -650,8 +741,12 @@ Result<Forecast> TitanForecaster::Predict(const RegularSeries& full_history, int
       : choice == Choice::kMedian ? median_text
                                   : fmt::format("the mean of {} and {}", profile_text, median_text);
   f.description = fmt::format(
-      "{}; chosen by {} inner origins (MAE {:.4g}){}", model_text, fits.size(), chosen_score,
-      anchor < 1 ? fmt::format("; band exponential beyond its central {:g}%", 100 * anchor) : "");
+      "{}; chosen by {} inner origins (MAE {:.4g}){}{}", model_text, fits.size(), chosen_score,
+      anchor < 1 ? fmt::format("; band exponential beyond its central {:g}%", 100 * anchor) : "",
+      std::isinf(recency.half_life_origins)
+          ? ""
+          : fmt::format("; band x{:.2f} as the recent origins erred (half-life {:g} origins)",
+                        recency.factor, recency.half_life_origins));
   FinishForecast(non_negative, &f);
   return f;
 }

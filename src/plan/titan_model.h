@@ -25,10 +25,14 @@
 // the mean absolute error at step h fitted non-decreasing (isotonic regression): the point is
 // the median, the band is symmetric, and a bias the inner backtest saw (a history that rose) is
 // not carried into the future. Beyond a central share chosen by cross-validating the inner
-// origins against each other (ChooseTailAnchor), the band's tail is exponential.
+// origins against each other (ChooseTailAnchor), the band's tail is exponential; where the
+// errors' size moves in spells, the band is widened or narrowed as the recent origins erred
+// (ChooseRecency).
 //
 // Thread safety: immutable; Predict is reentrant.
 #pragma once
+
+#include <limits>
 
 #include "src/plan/forecast.h"
 
@@ -65,5 +69,25 @@ std::vector<double> NonDecreasingMeanAbs(const std::vector<std::vector<double>>&
 // that tail is used. `standardised` and `origin_of` have one entry per error.
 double ChooseTailAnchor(const std::vector<double>& standardised,
                         const std::vector<size_t>& origin_of, const std::vector<double>& levels);
+
+// The band's recency: its width times `factor`, the inner errors' mean absolute deviation from
+// their median with origin k weighted by 2^-(age / half_life_origins) over their plain mean (1
+// when the half-life is infinite). The half-life (infinite, 16, 8, 4 or 2 origins, none shorter
+// than the number of origins one horizon spans) is chosen by scoring each origin of the later
+// half by the pinball loss at `levels` against the band (with the tail `anchor`) from the
+// errors known when it was made: those of earlier origins at steps before its first. Where the
+// errors' size moves in spells, the recent spell predicts the next origin's errors better than
+// the whole history does (the weights of non-exchangeable conformal prediction, Barber et al.
+// 2023); where it does not, the band is as before. The shortest half-life spans a horizon: a
+// width for H steps ahead is not judged on less than H steps of history. `time_of` is the step
+// of each error; an origin's errors start at its first step. Fewer than 8 origins: factor 1.
+struct RecencyChoice {
+  double half_life_origins = std::numeric_limits<double>::infinity();
+  double factor = 1;
+};
+RecencyChoice ChooseRecency(const std::vector<double>& standardised,
+                            const std::vector<size_t>& origin_of,
+                            const std::vector<size_t>& time_of, const std::vector<double>& levels,
+                            double anchor);
 
 }  // namespace titan::plan
