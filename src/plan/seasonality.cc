@@ -29,15 +29,6 @@ void Features(const std::vector<Cycle>& cycles, double time_seconds, std::vector
   }
 }
 
-double MedianOf(std::vector<double>* v) {
-  if (v->empty()) return kNaN;
-  const size_t mid = v->size() / 2;
-  std::nth_element(v->begin(), v->begin() + mid, v->end());
-  double m = (*v)[mid];
-  if (v->size() % 2 == 0) m = (m + *std::max_element(v->begin(), v->begin() + mid)) / 2;
-  return m;
-}
-
 // The sum of x[i] y[i] over i < n, in four running sums (so that they need not wait on one
 // another).
 double Dot(const double* x, const double* y, size_t n) {
@@ -76,13 +67,22 @@ void FoldByPhase(const double* w, const double* x, size_t n, size_t period, doub
 
 }  // namespace
 
+double MedianInPlace(std::vector<double>* v) {
+  if (v->empty()) return kNaN;
+  const size_t mid = v->size() / 2;
+  std::nth_element(v->begin(), v->begin() + mid, v->end());
+  double m = (*v)[mid];
+  if (v->size() % 2 == 0) m = (m + *std::max_element(v->begin(), v->begin() + mid)) / 2;
+  return m;
+}
+
 double WindowMedian(const std::vector<double>& values, size_t lo, size_t hi) {
   std::vector<double> window;
   window.reserve(hi > lo ? hi - lo : 0);
   for (size_t j = lo; j < hi && j < values.size(); ++j) {
     if (!std::isnan(values[j])) window.push_back(values[j]);
   }
-  return MedianOf(&window);
+  return MedianInPlace(&window);
 }
 
 RunningMedians::RunningMedians(const std::vector<double>& values)
@@ -324,7 +324,7 @@ SeasonalProfile SeasonalProfile::Fit(const std::vector<double>& residual, const 
     }
     // Bisquare at 6 median absolute deviations; a series that is mostly fitted exactly (a
     // step function around its running median) has a MAD of 0: then the mean absolute error.
-    double mad = MedianOf(&errors);
+    double mad = MedianInPlace(&errors);
     if (!(mad > 0)) {
       double sum = 0;
       for (double x : errors) sum += x;

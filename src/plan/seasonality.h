@@ -36,6 +36,8 @@ class RunningMedians {
 };
 // The median of the values in [lo, hi) that are not NaN (NaN when none).
 double WindowMedian(const std::vector<double>& values, size_t lo, size_t hi);
+// The median of *v, none NaN (NaN when empty); reorders *v, allocates nothing.
+double MedianInPlace(std::vector<double>* v);
 
 // The seasonal cycles worth fitting for a series of `step_seconds` with `history_steps` of
 // history: one day and one week, each when it is a whole number >= 4 of steps and the history

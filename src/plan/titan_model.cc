@@ -132,7 +132,7 @@ std::vector<double> SeasonalMedianPath(const std::vector<double>& y, size_t orig
       if (!std::isnan(y[target - back])) values.push_back(y[target - back]);
     }
     if (!values.empty()) {
-      path[h] = WindowMedian(values, 0, values.size());
+      path[h] = MedianInPlace(&values);
       continue;
     }
     if (std::isnan(fallback)) fallback = WindowMedian(y, 0, origin);
@@ -536,10 +536,12 @@ RecencyChoice ChooseRecency(const std::vector<double>& standardised,
   size_t origins = 0;
   for (size_t k : origin_of) origins = std::max(origins, k + 1);
   if (origins < 8) return choice;
-  // Each origin's first step (what was known when it was made: the errors before it), the
-  // horizon, and the shortest half-life allowed: the origins one horizon spans.
+  // Each origin's errors and first step (what was known when it was made: the errors before
+  // it), the horizon, and the shortest half-life allowed: the origins one horizon spans.
+  std::vector<std::vector<size_t>> errors_of(origins);
   std::vector<size_t> start(origins, kNone);
   for (size_t i = 0; i < time_of.size(); ++i) {
+    errors_of[origin_of[i]].push_back(i);
     start[origin_of[i]] = std::min(start[origin_of[i]], time_of[i]);
   }
   size_t horizon = 0;
@@ -549,63 +551,103 @@ RecencyChoice ChooseRecency(const std::vector<double>& standardised,
   const double spacing =
       static_cast<double>(start[origins - 1] - start[0]) / static_cast<double>(origins - 1);
   const double shortest = spacing > 0 ? static_cast<double>(horizon) / spacing : kInf;
+  constexpr double kHalfLives[] = {kInf, 16, 8, 4, 2};
 
-  // The band from the errors of origins before `end` that were known at step `now`: their
-  // sorted spread, and the factor (weighted over plain mean absolute deviation from their median,
-  // origin j weighing 2^-((end - 1 - j) / half_life)). No band (empty spread) from under 10.
+  // The errors known so far (of origins before some end, at steps before some now), sorted by
+  // value with their origins: the set only grows as the end moves on, so each origin's
+  // additions are sorted and merged in. `Band` gives their sorted spread about their median
+  // and per candidate half-life the band's factor: their mean absolute deviation with origin j
+  // weighing 2^-((end - 1 - j) / half_life) over the plain mean. No spread (factors 1) from
+  // fewer than 10 errors.
+  std::vector<std::pair<double, size_t>> known;
+  std::vector<char> is_known(standardised.size(), 0);
+  auto learn = [&](size_t end, size_t now) {
+    const size_t before = known.size();
+    for (size_t j = 0; j < end; ++j) {
+      for (size_t i : errors_of[j]) {
+        if (is_known[i] || time_of[i] >= now) continue;
+        is_known[i] = 1;
+        known.emplace_back(standardised[i], j);
+      }
+    }
+    std::sort(known.begin() + static_cast<ptrdiff_t>(before), known.end());
+    std::inplace_merge(known.begin(), known.begin() + static_cast<ptrdiff_t>(before), known.end());
+  };
   struct Band {
     std::vector<double> spread;
-    double factor = 1;
+    double factor[std::size(kHalfLives)];
   };
-  auto band_from = [&](size_t end, size_t now, double half_life) {
+  std::vector<double> sum_of(origins), count_of(origins);
+  auto band_of_known = [&](size_t end) {
     Band band;
-    std::vector<double> known;
-    for (size_t i = 0; i < standardised.size(); ++i) {
-      if (origin_of[i] < end && time_of[i] < now) known.push_back(standardised[i]);
+    std::fill(std::begin(band.factor), std::end(band.factor), 1.0);
+    const size_t n = known.size();
+    if (n < 10) return band;
+    const double pos = 0.5 * static_cast<double>(n - 1);
+    const size_t lo = static_cast<size_t>(pos);
+    const double median_z =
+        known[lo].first +
+        (pos - static_cast<double>(lo)) * (known[std::min(lo + 1, n - 1)].first - known[lo].first);
+    // The deviations below the median fall as the values rise and those above rise with them:
+    // merging the two runs sorts them.
+    const size_t split = static_cast<size_t>(
+        std::lower_bound(known.begin(), known.end(), std::make_pair(median_z, size_t{0})) -
+        known.begin());
+    std::fill(sum_of.begin(), sum_of.end(), 0.0);
+    std::fill(count_of.begin(), count_of.end(), 0.0);
+    band.spread.reserve(n);
+    size_t below = split, above = split;
+    while (below > 0 || above < n) {
+      const bool take_below = above == n || (below > 0 && median_z - known[below - 1].first <=
+                                                              known[above].first - median_z);
+      const auto& [z, origin] = take_below ? known[--below] : known[above++];
+      const double deviation = std::fabs(z - median_z);
+      band.spread.push_back(deviation);
+      sum_of[origin] += deviation;
+      count_of[origin] += 1;
     }
-    if (known.size() < 10) return band;
-    band.spread = SortedSpread(known);
-    std::sort(known.begin(), known.end());
-    const double median_z = QuantileOfSorted(known, 0.5);
-    double weighted_sum = 0, weight = 0, sum = 0;
-    for (size_t i = 0; i < standardised.size(); ++i) {
-      if (origin_of[i] >= end || time_of[i] >= now) continue;
-      const double age = static_cast<double>(end - 1 - origin_of[i]);
-      const double w = std::isinf(half_life) ? 1 : std::exp2(-age / half_life);
-      const double deviation = std::fabs(standardised[i] - median_z);
-      weighted_sum += w * deviation;
-      weight += w;
-      sum += deviation;
+    double sum = 0;
+    for (size_t j = 0; j < end; ++j) sum += sum_of[j];
+    if (!(sum > 0)) return band;
+    for (size_t c = 0; c < std::size(kHalfLives); ++c) {
+      if (std::isinf(kHalfLives[c]) || kHalfLives[c] < shortest) continue;
+      double weighted_sum = 0, weight = 0;
+      for (size_t j = 0; j < end; ++j) {
+        const double w = std::exp2(-static_cast<double>(end - 1 - j) / kHalfLives[c]);
+        weighted_sum += w * sum_of[j];
+        weight += w * count_of[j];
+      }
+      band.factor[c] = (weighted_sum / weight) / (sum / static_cast<double>(n));
     }
-    if (sum > 0) band.factor = (weighted_sum / weight) / (sum / static_cast<double>(known.size()));
     return band;
   };
 
   // Each origin of the later half against the band from what was known before it.
-  constexpr double kHalfLives[] = {kInf, 16, 8, 4, 2};
   double loss[std::size(kHalfLives)] = {};
   for (size_t k = origins / 2; k < origins; ++k) {
+    learn(k, start[k]);
+    const Band band = band_of_known(k);
+    if (band.spread.empty()) continue;
     for (size_t c = 0; c < std::size(kHalfLives); ++c) {
-      if (kHalfLives[c] < shortest) continue;
-      const Band band = band_from(k, start[k], kHalfLives[c]);
-      if (band.spread.empty()) break;
       for (double q : levels) {
-        const double zq = band.factor * BandZ(band.spread, q, anchor);
-        for (size_t i = 0; i < standardised.size(); ++i) {
-          if (origin_of[i] != k) continue;
+        const double zq = band.factor[c] * BandZ(band.spread, q, anchor);
+        for (size_t i : errors_of[k]) {
           loss[c] += std::max(q * (standardised[i] - zq), (q - 1) * (standardised[i] - zq));
         }
       }
     }
   }
   double best_loss = kInf;
+  size_t best = 0;
   for (size_t c = 0; c < std::size(kHalfLives); ++c) {
     if (kHalfLives[c] >= shortest && loss[c] < best_loss) {
       best_loss = loss[c];
-      choice.half_life_origins = kHalfLives[c];
+      best = c;
     }
   }
-  choice.factor = band_from(origins, kNone, choice.half_life_origins).factor;
+  choice.half_life_origins = kHalfLives[best];
+  learn(origins, kNone);
+  choice.factor = band_of_known(origins).factor[best];
   return choice;
 }
 
