@@ -264,9 +264,9 @@ Result<std::map<std::string, std::vector<OriginForecast>>> ReadExternalForecasts
               "{}: column '{}' is not a quantile level in (0, 1)", where, Excerpt(header[i])));
         }
         if (std::find(levels.begin(), levels.end(), q) != levels.end()) {
-          return InvalidArgumentError(fmt::format(
-              "{}: quantile level '{}' is given twice; give each level one column", where,
-              Excerpt(header[i])));
+          return InvalidArgumentError(
+              fmt::format("{}: quantile level '{}' is given twice; give each level one column",
+                          where, Excerpt(header[i])));
         }
         levels.push_back(q);
       }
