@@ -235,6 +235,19 @@ TEST(TitanModelTest, TheRecentSpellSpansAHorizonAtLeast) {
   }
   const RecencyChoice r = ChooseRecency(s.errors, s.origin_of, overlapping, kBandLevels, 1);
   EXPECT_GE(r.half_life_origins, 6);
+
+  // The same a long way into the series with the first origin's span all gaps (no errors): the
+  // spacing is the other origins'.
+  InnerSample later;
+  for (size_t i = 0; i < s.errors.size(); ++i) {
+    if (s.origin_of[i] == 0) continue;
+    later.errors.push_back(s.errors[i]);
+    later.origin_of.push_back(s.origin_of[i]);
+    later.time_of.push_back(10000 + overlapping[i]);
+  }
+  const RecencyChoice gap =
+      ChooseRecency(later.errors, later.origin_of, later.time_of, kBandLevels, 1);
+  EXPECT_GE(gap.half_life_origins, 6);
 }
 
 // Errors of one size throughout, or sizes that change from origin to origin with no spell to

@@ -548,8 +548,13 @@ RecencyChoice ChooseRecency(const std::vector<double>& standardised,
   for (size_t i = 0; i < time_of.size(); ++i) {
     horizon = std::max(horizon, time_of[i] - start[origin_of[i]] + 1);
   }
-  const double spacing =
-      static_cast<double>(start[origins - 1] - start[0]) / static_cast<double>(origins - 1);
+  // Origins without an error (a gap over their whole span) have no first step.
+  size_t first = 0;
+  while (start[first] == kNone) ++first;  // the last origin has one
+  const double spacing = first + 1 < origins
+                             ? static_cast<double>(start[origins - 1] - start[first]) /
+                                   static_cast<double>(origins - 1 - first)
+                             : 0;
   const double shortest = spacing > 0 ? static_cast<double>(horizon) / spacing : kInf;
   constexpr double kHalfLives[] = {kInf, 16, 8, 4, 2};
 
@@ -625,6 +630,7 @@ RecencyChoice ChooseRecency(const std::vector<double>& standardised,
   // Each origin of the later half against the band from what was known before it.
   double loss[std::size(kHalfLives)] = {};
   for (size_t k = origins / 2; k < origins; ++k) {
+    if (errors_of[k].empty()) continue;  // nothing to score, and no step to learn up to
     learn(k, start[k]);
     const Band band = band_of_known(k);
     if (band.spread.empty()) continue;
