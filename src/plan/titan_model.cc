@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include <fmt/format.h>
@@ -17,6 +18,9 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // The seasonal profile's weights halve every two weeks into the past.
 constexpr double kSeasonHalfLifeSeconds = 14 * kDaySeconds;
+// ChooseRecency's candidate half-lives, in inner origins (infinite: no weighting).
+constexpr double kRecencyHalfLives[] = {kInf, 16, 8, 4, 2};
+constexpr size_t kRecencyCandidates = std::size(kRecencyHalfLives);
 
 struct Params {
   size_t decomposition = 0;  // index of the level the profile is fitted around
@@ -556,7 +560,6 @@ RecencyChoice ChooseRecency(const std::vector<double>& standardised,
                                    static_cast<double>(origins - 1 - first)
                              : 0;
   const double shortest = spacing > 0 ? static_cast<double>(horizon) / spacing : kInf;
-  constexpr double kHalfLives[] = {kInf, 16, 8, 4, 2};
 
   // The errors known so far (of origins before some end, at steps before some now), sorted by
   // value with their origins: the set only grows as the end moves on, so each origin's
@@ -580,7 +583,7 @@ RecencyChoice ChooseRecency(const std::vector<double>& standardised,
   };
   struct Band {
     std::vector<double> spread;
-    double factor[std::size(kHalfLives)];
+    double factor[kRecencyCandidates];
   };
   std::vector<double> sum_of(origins), count_of(origins);
   auto band_of_known = [&](size_t end) {
@@ -614,11 +617,11 @@ RecencyChoice ChooseRecency(const std::vector<double>& standardised,
     double sum = 0;
     for (size_t j = 0; j < end; ++j) sum += sum_of[j];
     if (!(sum > 0)) return band;
-    for (size_t c = 0; c < std::size(kHalfLives); ++c) {
-      if (std::isinf(kHalfLives[c]) || kHalfLives[c] < shortest) continue;
+    for (size_t c = 0; c < kRecencyCandidates; ++c) {
+      if (std::isinf(kRecencyHalfLives[c]) || kRecencyHalfLives[c] < shortest) continue;
       double weighted_sum = 0, weight = 0;
       for (size_t j = 0; j < end; ++j) {
-        const double w = std::exp2(-static_cast<double>(end - 1 - j) / kHalfLives[c]);
+        const double w = std::exp2(-static_cast<double>(end - 1 - j) / kRecencyHalfLives[c]);
         weighted_sum += w * sum_of[j];
         weight += w * count_of[j];
       }
@@ -628,13 +631,13 @@ RecencyChoice ChooseRecency(const std::vector<double>& standardised,
   };
 
   // Each origin of the later half against the band from what was known before it.
-  double loss[std::size(kHalfLives)] = {};
+  double loss[kRecencyCandidates] = {};
   for (size_t k = origins / 2; k < origins; ++k) {
     if (errors_of[k].empty()) continue;  // nothing to score, and no step to learn up to
     learn(k, start[k]);
     const Band band = band_of_known(k);
     if (band.spread.empty()) continue;
-    for (size_t c = 0; c < std::size(kHalfLives); ++c) {
+    for (size_t c = 0; c < kRecencyCandidates; ++c) {
       for (double q : levels) {
         const double zq = band.factor[c] * BandZ(band.spread, q, anchor);
         for (size_t i : errors_of[k]) {
@@ -645,13 +648,13 @@ RecencyChoice ChooseRecency(const std::vector<double>& standardised,
   }
   double best_loss = kInf;
   size_t best = 0;
-  for (size_t c = 0; c < std::size(kHalfLives); ++c) {
-    if (kHalfLives[c] >= shortest && loss[c] < best_loss) {
+  for (size_t c = 0; c < kRecencyCandidates; ++c) {
+    if (kRecencyHalfLives[c] >= shortest && loss[c] < best_loss) {
       best_loss = loss[c];
       best = c;
     }
   }
-  choice.half_life_origins = kHalfLives[best];
+  choice.half_life_origins = kRecencyHalfLives[best];
   learn(origins, kNone);
   choice.factor = band_of_known(origins).factor[best];
   return choice;
